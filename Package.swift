@@ -1,0 +1,70 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "observable-server",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "observable-server", targets: ["observable-server"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(
+            name: "HTTPServer",
+            dependencies: [
+                "CMicroHTTPD",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
+        .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
+        .target(name: "JSON"),
+        .target(
+            name: "ModelObservation",
+            dependencies: [.product(name: "DequeModule", package: "swift-collections")]
+        ),
+        .target(
+            name: "Models",
+            dependencies: [
+                "ModelObservation", "SQLiteStore", "JSON",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "API",
+            dependencies: [
+                "Models", "HTTPServer", "ModelObservation", "JSON",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "observable-server",
+            dependencies: [
+                "API",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
+        .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["API", "HTTPServer", "Models", "JSON"]
+        ),
+    ]
+)

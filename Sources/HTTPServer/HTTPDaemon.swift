@@ -1,0 +1,329 @@
+internal import CMicroHTTPD
+import Foundation
+import Logging
+import Synchronization
+
+/// The HTTP server: libmicrohttpd with epoll and an internal thread pool.
+///
+/// Requests are collected (headers, then the body chunk by chunk under a
+/// limit) and handed to the responder once complete. Long-polls park their
+/// connection with suspend/resume; the daemon's own clock answers them at
+/// their deadline, because libmicrohttpd never times out a suspended
+/// connection.
+public final class HTTPDaemon: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String = "0.0.0.0"
+        public var port: UInt16 = 8080
+        public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+        /// Connections served at once; more are refused.
+        public var connectionLimit: Int = 20_000
+        /// Seconds an idle (or slowly sending) connection is kept.
+        public var idleTimeout: Int = 30
+        /// Bytes of libmicrohttpd's per-connection memory pool; also bounds
+        /// the size of the request line plus headers.
+        public var connectionMemory: Int = 16 * 1024
+        /// Largest accepted request body, in bytes.
+        public var maxBody: Int = 1 << 20
+        public var listenBacklog: Int = 4096
+
+        public init() {}
+    }
+
+    public enum StartError: Error, CustomStringConvertible {
+        case badHost(String)
+        case cannotStart(host: String, port: UInt16)
+
+        public var description: String {
+            switch self {
+            case .badHost(let host): return "not an IPv4 or IPv6 address: \(host)"
+            case .cannotStart(let host, let port): return "cannot listen on \(host):\(port) (in use, or not permitted)"
+            }
+        }
+    }
+
+    let configuration: Configuration
+    let responder: any HTTPResponder
+    let logger: Logger
+    private let daemon = Mutex<DaemonPointer?>(nil)
+    private let lot = Mutex(ParkingLot())
+    private let nextParkID = Atomic<UInt64>(1)
+    private let inFlight = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
+    private let timerRunning = Atomic<Bool>(false)
+    private let boundPort = Atomic<UInt16>(0)
+
+    public init(configuration: Configuration, responder: any HTTPResponder, logger: Logger = Logger(label: "observable.http")) {
+        self.configuration = configuration
+        self.responder = responder
+        self.logger = logger
+    }
+
+    /// The port listened on (useful after asking for port 0).
+    public var port: UInt16 { boundPort.load(ordering: .acquiring) }
+
+    /// Connections parked by long-polls right now.
+    public var parkedCount: Int { lot.withLock { $0.count } }
+
+    /// Starts listening and serving.
+    public func start() throws {
+        var flags = UInt32(MHD_USE_EPOLL_INTERNAL_THREAD.rawValue)
+            | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
+            | UInt32(MHD_USE_ERROR_LOG.rawValue)
+        let c = configuration
+        var options = osv_daemon_options(
+            thread_pool_size: UInt32(max(1, c.threads)),
+            connection_limit: UInt32(c.connectionLimit),
+            connection_timeout: UInt32(c.idleTimeout),
+            connection_memory_limit: c.connectionMemory,
+            listen_backlog: UInt32(c.listenBacklog),
+            bind_address: nil)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+
+        var v4 = sockaddr_in()
+        var v6 = sockaddr_in6()
+        let started: OpaquePointer?
+        if c.host == "0.0.0.0" || c.host == "*" {
+            started = osv_start_daemon(flags, c.port, accessHandler, context, requestCompleted, context, &options)
+        } else if inet_pton(AF_INET, c.host, &v4.sin_addr) == 1 {
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = c.port.bigEndian
+            started = withUnsafePointer(to: &v4) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                    options.bind_address = address
+                    return osv_start_daemon(flags, c.port, accessHandler, context, requestCompleted, context, &options)
+                }
+            }
+        } else if inet_pton(AF_INET6, c.host, &v6.sin6_addr) == 1 {
+            flags |= UInt32(MHD_USE_IPv6.rawValue)
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = c.port.bigEndian
+            started = withUnsafePointer(to: &v6) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                    options.bind_address = address
+                    return osv_start_daemon(flags, c.port, accessHandler, context, requestCompleted, context, &options)
+                }
+            }
+        } else {
+            throw StartError.badHost(c.host)
+        }
+        guard let started else { throw StartError.cannotStart(host: c.host, port: c.port) }
+        daemon.withLock { $0 = DaemonPointer(raw: started) }
+        boundPort.store(osv_daemon_port(started), ordering: .releasing)
+        startTimer()
+    }
+
+    /// Stops accepting, answers every parked connection with its deadline
+    /// answer, lets requests in flight finish (up to `grace`), then stops.
+    public func stop(grace: Duration = .seconds(3)) {
+        guard let current = daemon.withLock({ $0 }) else { return }
+        stopping.store(true, ordering: .releasing)
+        _ = MHD_quiesce_daemon(current.raw)
+        let parked = lot.withLock { $0.removeAll() }
+        resume(parked.map { ($0, $0.onDeadline()) })
+        let clock = ContinuousClock()
+        let end = clock.now + grace
+        while inFlight.load(ordering: .acquiring) > 0 && clock.now < end {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        timerRunning.store(false, ordering: .releasing)
+        daemon.withLock { $0 = nil }
+        MHD_stop_daemon(current.raw)
+    }
+
+    /// Answers parked connections: each one that is still parked gets its
+    /// response and is resumed, exactly once. Call without holding locks.
+    public func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
+        var settled: [ParkedConnection] = []
+        settled.reserveCapacity(answers.count)
+        for (parked, response) in answers where parked.settle(with: response) {
+            settled.append(parked)
+        }
+        guard !settled.isEmpty else { return }
+        lot.withLock { lot in
+            for parked in settled { _ = lot.remove(parked) }
+        }
+        for parked in settled {
+            MHD_resume_connection(parked.connection.raw)
+        }
+    }
+
+    // MARK: - Parking
+
+    func park(_ connection: ConnectionPointer, context: RequestContext, timeout: Duration, onDeadline: @escaping @Sendable () -> HTTPResponse) -> ParkedConnection? {
+        guard !stopping.load(ordering: .acquiring) else { return nil }
+        let id = nextParkID.add(1, ordering: .relaxed).oldValue
+        let parked = ParkedConnection(id: id, connection: connection, deadline: .now + timeout, onDeadline: onDeadline)
+        MHD_suspend_connection(connection.raw)
+        context.parked = parked
+        lot.withLock { $0.insert(parked) }
+        return parked
+    }
+
+    private func startTimer() {
+        timerRunning.store(true, ordering: .releasing)
+        let thread = Thread { [self] in
+            while timerRunning.load(ordering: .acquiring) {
+                Thread.sleep(forTimeInterval: 0.01)
+                let expired = lot.withLock { $0.removeExpired(now: .now) }
+                if !expired.isEmpty {
+                    // Already removed from the lot: settle and resume directly.
+                    for parked in expired where parked.settle(with: parked.onDeadline()) {
+                        MHD_resume_connection(parked.connection.raw)
+                    }
+                }
+            }
+        }
+        thread.name = "observable.deadlines"
+        thread.start()
+    }
+
+    // MARK: - Request lifecycle (called from the C callbacks)
+
+    func handle(connection: OpaquePointer, url: String, method: String, uploadData: UnsafePointer<CChar>?,
+                uploadSize: UnsafeMutablePointer<Int>, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result
+    {
+        guard let raw = contextSlot.pointee else {
+            // First call: headers are in. Reject an announced oversize body
+            // before reading it.
+            let context = RequestContext(method: method, url: url)
+            contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
+            inFlight.add(1, ordering: .relaxed)
+            if let length = lookup(connection, .HEADER_KIND, "Content-Length"), let size = Int(length), size > configuration.maxBody {
+                context.bodyTooLarge = true
+                return send(Problem.response(413, "Payload Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
+            }
+            return .YES
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        if uploadSize.pointee > 0 {
+            let size = uploadSize.pointee
+            if context.bodyTooLarge || context.body.count + size > configuration.maxBody {
+                context.bodyTooLarge = true
+                context.body = []
+            } else if let uploadData {
+                uploadData.withMemoryRebound(to: UInt8.self, capacity: size) { bytes in
+                    context.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: size))
+                }
+            }
+            uploadSize.pointee = 0
+            return .YES
+        }
+        if let parked = context.parked {
+            // Resumed: the answer was stored before resuming.
+            guard let response = parked.takeAnswer() else { return .NO }
+            return send(response, on: connection, context: context)
+        }
+        if context.answered { return .YES }
+        if context.bodyTooLarge {
+            return send(Problem.response(413, "Payload Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
+        }
+        let request = HTTPRequest(
+            method: context.method,
+            path: context.url,
+            query: collect(connection, .GET_ARGUMENT_KIND, lowercaseNames: false),
+            headers: collect(connection, .HEADER_KIND, lowercaseNames: true),
+            body: context.body)
+        context.body = []
+        let handle = Connection(daemon: self, pointer: ConnectionPointer(raw: connection), context: context)
+        switch responder.respond(to: request, connection: handle) {
+        case .response(let response):
+            return send(response, on: connection, context: context)
+        case .parked:
+            return .YES
+        }
+    }
+
+    func completed(contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        guard let slot = contextSlot, let raw = slot.pointee else { return }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+        slot.pointee = nil
+        if let parked = context.parked, parked.isParked {
+            // Completed while still parked (the daemon is closing): forget it.
+            _ = lot.withLock { $0.remove(parked) }
+        }
+        inFlight.subtract(1, ordering: .relaxed)
+    }
+
+    private func send(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+        context.answered = true
+        let mhdResponse = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let mhdResponse else { return .NO }
+        defer { MHD_destroy_response(mhdResponse) }
+        for header in response.headers {
+            _ = MHD_add_response_header(mhdResponse, header.name, header.value)
+        }
+        if logger.logLevel <= .debug {
+            logger.debug("\(context.method) \(context.url) \(response.status)")
+        }
+        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    private func lookup(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ name: String) -> String? {
+        MHD_lookup_connection_value(connection, kind, name).map { String(cString: $0) }
+    }
+
+    private func collect(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercaseNames: Bool) -> [String: String] {
+        let box = ValueCollector(lowercaseNames: lowercaseNames)
+        withExtendedLifetime(box) {
+            _ = MHD_get_connection_values(connection, kind, collectValue, Unmanaged.passUnretained(box).toOpaque())
+        }
+        return box.values
+    }
+}
+
+/// The daemon pointer, guarded by the daemon's mutex.
+struct DaemonPointer: @unchecked Sendable {
+    let raw: OpaquePointer
+}
+
+/// Per-request state kept in libmicrohttpd's `con_cls` slot. libmicrohttpd
+/// calls back for one connection on one thread at a time, so the fields are
+/// never touched concurrently.
+final class RequestContext: @unchecked Sendable {
+    let method: String
+    let url: String
+    var body: [UInt8] = []
+    var bodyTooLarge = false
+    var answered = false
+    var parked: ParkedConnection?
+
+    init(method: String, url: String) {
+        self.method = method
+        self.url = url
+    }
+}
+
+final class ValueCollector {
+    let lowercaseNames: Bool
+    var values: [String: String] = [:]
+    init(lowercaseNames: Bool) { self.lowercaseNames = lowercaseNames }
+}
+
+private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> MHD_Result {
+    guard let cls, let key else { return .YES }
+    let box = Unmanaged<ValueCollector>.fromOpaque(cls).takeUnretainedValue()
+    let name = String(cString: key)
+    box.values[box.lowercaseNames ? name.lowercased() : name] = value.map { String(cString: $0) } ?? ""
+    return .YES
+}
+
+private func accessHandler(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?, _ method: UnsafePointer<CChar>?,
+    _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?, _ uploadSize: UnsafeMutablePointer<Int>?,
+    _ contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
+    guard let cls, let connection, let url, let method, let uploadSize, let contextSlot else { return .NO }
+    let daemon = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
+    return daemon.handle(connection: connection, url: String(cString: url), method: String(cString: method),
+                         uploadData: uploadData, uploadSize: uploadSize, contextSlot: contextSlot)
+}
+
+private func requestCompleted(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ reason: MHD_RequestTerminationCode
+) {
+    guard let cls else { return }
+    Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().completed(contextSlot: contextSlot)
+}

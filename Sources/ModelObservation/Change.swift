@@ -1,0 +1,72 @@
+/// One committed change, as it is stored in the change log and delivered.
+public struct Change: Sendable, Equatable {
+    public enum Operation: String, Sendable {
+        /// A property took a new value.
+        case set
+        /// An element joined a collection (`new` is the element).
+        case insert
+        /// An element left a collection (`old` is the element).
+        case remove
+    }
+
+    /// Global, strictly increasing sequence number.
+    public let seq: Int64
+    /// The `seq` of the first change of the same transaction: changes that
+    /// share it were committed together and are never split across answers.
+    public let transaction: Int64
+    public let path: String
+    public let operation: Operation
+    /// The value before, as JSON text (`nil` when the operation has none).
+    public let old: String?
+    /// The value after, as JSON text (`nil` when the operation has none).
+    public let new: String?
+    /// Observers that read any of these keys receive the change.
+    public let keys: [PropertyKey]
+    /// Keys that an observer has read by receiving this change: the
+    /// properties of an inserted element.
+    public let impliedReads: [PropertyKey]
+
+    public init(seq: Int64, transaction: Int64, path: String, operation: Operation, old: String?, new: String?,
+                keys: [PropertyKey], impliedReads: [PropertyKey] = [])
+    {
+        self.seq = seq
+        self.transaction = transaction
+        self.path = path
+        self.operation = operation
+        self.old = old
+        self.new = new
+        self.keys = keys
+        self.impliedReads = impliedReads
+    }
+}
+
+/// A change before it is committed: it gets its `seq` at commit.
+public struct PendingChange: Sendable, Equatable {
+    public let path: String
+    public let operation: Change.Operation
+    public let old: String?
+    public let new: String?
+    public let keys: [PropertyKey]
+    public let impliedReads: [PropertyKey]
+
+    /// A property of `path` went from `old` to `new` (JSON texts).
+    public static func set(_ path: String, old: String, new: String) -> PendingChange {
+        PendingChange(path: path, operation: .set, old: old, new: new, keys: [PropertyKey(path)], impliedReads: [])
+    }
+
+    /// `element` (JSON text) joined the collection at `collection`; its
+    /// properties `elementKeys` count as read by whoever receives this.
+    public static func insert(into collection: String, element: String, elementKeys: [PropertyKey]) -> PendingChange {
+        PendingChange(path: collection, operation: .insert, old: nil, new: element, keys: [PropertyKey(collection)], impliedReads: elementKeys)
+    }
+
+    /// `element` left `collection`; readers of the collection and of any of
+    /// the element's properties `elementKeys` are told.
+    public static func remove(from collection: String, element: String, elementKeys: [PropertyKey]) -> PendingChange {
+        PendingChange(path: collection, operation: .remove, old: element, new: nil, keys: [PropertyKey(collection)] + elementKeys, impliedReads: [])
+    }
+
+    public func committed(seq: Int64, transaction: Int64) -> Change {
+        Change(seq: seq, transaction: transaction, path: path, operation: operation, old: old, new: new, keys: keys, impliedReads: impliedReads)
+    }
+}

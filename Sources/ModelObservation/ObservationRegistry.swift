@@ -1,0 +1,289 @@
+import DequeModule
+import Synchronization
+
+/// Knows every observer and the property keys it has read, indexes the
+/// reverse (key → observers), and keeps the recent change log in memory.
+///
+/// A committed change is matched through the reverse index, so its cost
+/// grows with the observers that read its keys, not with all observers.
+/// Like the standard library's `ObservationRegistrar`, it collects whom to
+/// wake under its lock and leaves waking to the caller, after the lock.
+public final class ObservationRegistry: Sendable {
+    struct State: ~Copyable {
+        var observers: [String: ObserverSnapshot] = [:]
+        var waiters: [String: any ChangeWaiter] = [:]
+        var index: [PropertyKey: Set<String>] = [:]
+        var log = Deque<Change>()
+        var lastSeq: Int64 = 0
+        /// Changes up to this `seq` are no longer kept.
+        var prunedThrough: Int64 = 0
+        var dirty: Set<String> = []
+    }
+
+    /// The outcome of asking for an observer's changes.
+    public enum Poll: Sendable {
+        case unknownObserver
+        /// `since` is older than the oldest change kept.
+        case gone(oldestAvailable: Int64)
+        /// `since` is ahead of the newest change.
+        case ahead(newest: Int64)
+        /// Changes for this observer (possibly none) and the next cursor.
+        case changes([Change], cursor: Int64)
+        /// Nothing new yet: the waiter from `park` is now registered.
+        case parked
+    }
+
+    public let retain: Int
+    /// Most property keys one observer may have read.
+    public let maxReadsPerObserver: Int
+    private let state = Mutex(State())
+
+    public init(retain: Int, maxReadsPerObserver: Int = 100_000) {
+        self.retain = max(1, retain)
+        self.maxReadsPerObserver = maxReadsPerObserver
+    }
+
+    // MARK: - Start-up
+
+    /// Loads persisted observers and the retained tail of the change log.
+    public func restore(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) {
+        state.withLock { s in
+            s.lastSeq = lastSeq
+            s.log = Deque(changes.suffix(retain))
+            s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
+            for observer in observers {
+                s.observers[observer.id] = observer
+                for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
+            }
+        }
+    }
+
+    // MARK: - Facts
+
+    public var lastSeq: Int64 { state.withLock { $0.lastSeq } }
+    public var observerCount: Int { state.withLock { $0.observers.count } }
+    public var oldestAvailableSeq: Int64 { state.withLock { $0.prunedThrough } }
+
+    public func observer(_ id: String) -> ObserverSnapshot? {
+        state.withLock { $0.observers[id] }
+    }
+
+    /// Observers that read `key` (for tests and diagnostics).
+    public func readers(of key: PropertyKey) -> Set<String> {
+        state.withLock { $0.index[key] ?? [] }
+    }
+
+    // MARK: - Observers
+
+    public func add(_ observer: ObserverSnapshot) {
+        state.withLock { s in
+            s.observers[observer.id] = observer
+            for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
+        }
+    }
+
+    /// Removes an observer; returns whether it existed and its parked waiter.
+    public func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
+        state.withLock { s in
+            guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
+            Self.unindex(observer, in: &s)
+            s.dirty.remove(id)
+            return (true, s.waiters.removeValue(forKey: id))
+        }
+    }
+
+    /// Forgets every read of an observer; returns false for an unknown one.
+    public func clearReads(_ id: String, now: Double) -> Bool {
+        state.withLock { s in
+            guard let observer = s.observers[id] else { return false }
+            Self.unindex(observer, in: &s)
+            s.observers[id]!.reads = [:]
+            s.observers[id]!.lastUsed = now
+            return true
+        }
+    }
+
+    private static func unindex(_ observer: ObserverSnapshot, in s: inout State) {
+        for key in observer.reads.keys {
+            s.index[key]?.remove(observer.id)
+            if s.index[key]?.isEmpty == true { s.index[key] = nil }
+        }
+    }
+
+    /// Marks an observer as used now; returns false for an unknown one.
+    public func touch(_ id: String, now: Double) -> Bool {
+        state.withLock { s in
+            guard s.observers[id] != nil else { return false }
+            s.observers[id]!.lastUsed = now
+            s.dirty.insert(id)
+            return true
+        }
+    }
+
+    // MARK: - Reads
+
+    public enum TrackResult: Sendable {
+        case unknownObserver
+        case tooManyReads(limit: Int)
+        /// Reads added (key and the `seq` it counts as read at), to persist,
+        /// and a parked waiter to wake if the log already holds a change for
+        /// them (a write that landed between the read and now).
+        case tracked(added: [(PropertyKey, Int64)], wake: (any ChangeWaiter)?)
+    }
+
+    /// Records that observer `id` read `keys` in a response that reflected
+    /// every change up to `seq`. A key already read keeps its earlier `seq`.
+    public func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackResult {
+        state.withLock { s in
+            guard var observer = s.observers[id] else { return .unknownObserver }
+            observer.lastUsed = now
+            s.dirty.insert(id)
+            var added: [(PropertyKey, Int64)] = []
+            for key in keys where observer.reads[key] == nil {
+                observer.reads[key] = seq
+                added.append((key, seq))
+            }
+            if observer.reads.count > maxReadsPerObserver {
+                s.observers[id]!.lastUsed = now
+                return .tooManyReads(limit: maxReadsPerObserver)
+            }
+            var wake = false
+            if !added.isEmpty && seq < s.lastSeq {
+                // Changes committed after the response was built: replay
+                // them so inserted elements count as read, and wake a waiter.
+                for change in s.log where change.seq > seq && observer.receives(change) {
+                    wake = true
+                    for key in change.impliedReads where observer.reads[key] == nil {
+                        observer.reads[key] = change.seq
+                        added.append((key, change.seq))
+                    }
+                }
+            }
+            for (key, _) in added { s.index[key, default: []].insert(id) }
+            s.observers[id] = observer
+            let waiter = wake ? s.waiters.removeValue(forKey: id) : nil
+            return .tracked(added: added, wake: waiter)
+        }
+    }
+
+    // MARK: - Changes
+
+    /// Appends committed changes (in `seq` order) to the log and returns the
+    /// parked waiters of the observers that receive any of them, removed
+    /// from the registry: the caller answers them after this returns.
+    public func publish(_ changes: [Change]) -> [(observer: String, waiter: any ChangeWaiter)] {
+        guard !changes.isEmpty else { return [] }
+        return state.withLock { s in
+            var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+            for change in changes {
+                s.log.append(change)
+                s.lastSeq = change.seq
+                var receivers = Set<String>()
+                for key in change.keys {
+                    guard let ids = s.index[key] else { continue }
+                    for id in ids where (s.observers[id]?.reads[key] ?? .max) < change.seq {
+                        receivers.insert(id)
+                    }
+                }
+                for id in receivers {
+                    for key in change.impliedReads where s.observers[id]?.reads[key] == nil {
+                        s.observers[id]!.reads[key] = change.seq
+                        s.index[key, default: []].insert(id)
+                    }
+                    if let waiter = s.waiters.removeValue(forKey: id) {
+                        woken.append((id, waiter))
+                    }
+                }
+            }
+            while s.log.count > retain, let first = s.log.popFirst() {
+                s.prunedThrough = first.seq
+            }
+            return woken
+        }
+    }
+
+    /// The changes observer `id` receives after `since` (its own cursor when
+    /// nil), at most `limit` unless that would split a transaction. When
+    /// there are none and `park` is given, `park` is called under the lock
+    /// (so no change can slip in between) and its waiter registered; a waiter
+    /// it displaces is returned so the caller can answer it.
+    public func poll(_ id: String, since: Int64?, limit: Int, now: Double,
+                     park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
+    {
+        state.withLock { s in
+            guard let observer = s.observers[id] else { return (.unknownObserver, nil) }
+            s.observers[id]!.lastUsed = now
+            s.dirty.insert(id)
+            let since = since ?? observer.cursor
+            if since < s.prunedThrough { return (.gone(oldestAvailable: s.prunedThrough), nil) }
+            if since > s.lastSeq { return (.ahead(newest: s.lastSeq), nil) }
+            var found: [Change] = []
+            var cursor = s.lastSeq
+            let firstSeq = s.log.first?.seq ?? (s.lastSeq + 1)
+            var position = max(0, Int(since + 1 - firstSeq))
+            while position < s.log.count {
+                let change = s.log[position]
+                position += 1
+                if found.count >= limit, let last = found.last, change.transaction != last.transaction {
+                    cursor = change.seq - 1
+                    break
+                }
+                if observer.receives(change) { found.append(change) }
+            }
+            if found.isEmpty, let park, let waiter = park() {
+                let displaced = s.waiters.updateValue(waiter, forKey: id)
+                return (.parked, displaced)
+            }
+            s.observers[id]!.cursor = cursor
+            return (.changes(found, cursor: cursor), nil)
+        }
+    }
+
+    /// Removes `waiter` if it is still observer `id`'s waiter.
+    public func withdraw(_ waiter: any ChangeWaiter, of id: String) {
+        state.withLock { s in
+            if let current = s.waiters[id], current === waiter { s.waiters[id] = nil }
+        }
+    }
+
+    // MARK: - Housekeeping
+
+    /// Removes observers unused for longer than their TTL (a parked
+    /// long-poll counts as use) and returns their ids.
+    public func expire(now: Double) -> [String] {
+        state.withLock { s in
+            var expired: [String] = []
+            for (id, observer) in s.observers where s.waiters[id] == nil && observer.lastUsed + Double(observer.ttlSeconds) < now {
+                expired.append(id)
+            }
+            for id in expired {
+                if let observer = s.observers.removeValue(forKey: id) { Self.unindex(observer, in: &s) }
+                s.dirty.remove(id)
+            }
+            return expired
+        }
+    }
+
+    /// Observers whose cursor or last use changed since the last call, for
+    /// persisting; parked observers count as used now.
+    public func takeDirty(now: Double) -> [ObserverSnapshot] {
+        state.withLock { s in
+            for id in s.waiters.keys where s.observers[id] != nil {
+                s.observers[id]!.lastUsed = now
+                s.dirty.insert(id)
+            }
+            let snapshots = s.dirty.compactMap { s.observers[$0] }
+            s.dirty.removeAll(keepingCapacity: true)
+            return snapshots
+        }
+    }
+
+    /// Every parked waiter, removed (used when the server stops).
+    public func removeAllWaiters() -> [(observer: String, waiter: any ChangeWaiter)] {
+        state.withLock { s in
+            let all = s.waiters.map { (observer: $0.key, waiter: $0.value) }
+            s.waiters.removeAll()
+            return all
+        }
+    }
+}

@@ -1,0 +1,32 @@
+/// An observer's identity and what the registry keeps of it.
+public struct ObserverSnapshot: Sendable, Equatable {
+    public let id: String
+    /// Property keys read, each with the `seq` at which it was read: changes
+    /// at or before that `seq` were already visible to the reader.
+    public var reads: [PropertyKey: Int64]
+    /// The cursor last answered to this observer (the default `since`).
+    public var cursor: Int64
+    public var ttlSeconds: Int
+    /// Seconds since 1970 of the last use.
+    public var lastUsed: Double
+
+    public init(id: String, reads: [PropertyKey: Int64] = [:], cursor: Int64, ttlSeconds: Int, lastUsed: Double) {
+        self.id = id
+        self.reads = reads
+        self.cursor = cursor
+        self.ttlSeconds = ttlSeconds
+        self.lastUsed = lastUsed
+    }
+
+    /// Whether this observer receives `change`: it read one of the change's
+    /// keys before the change was committed.
+    public func receives(_ change: Change) -> Bool {
+        change.keys.contains { key in
+            guard let readAt = reads[key] else { return false }
+            return readAt < change.seq
+        }
+    }
+}
+
+/// Something waiting for an observer's next change: a parked long-poll.
+public protocol ChangeWaiter: AnyObject, Sendable {}

@@ -1,0 +1,16 @@
+internal import CSQLite
+
+/// A failed SQLite call: its result code, SQLite's message and the SQL involved.
+public struct SQLiteError: Error, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
+    public let sql: String?
+
+    public var description: String {
+        if let sql { return "SQLite error \(code): \(message) (in \(sql))" }
+        return "SQLite error \(code): \(message)"
+    }
+
+    /// True for SQLITE_BUSY and SQLITE_LOCKED: another connection holds the lock.
+    public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
+}

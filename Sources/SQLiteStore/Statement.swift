@@ -1,0 +1,87 @@
+internal import CSQLite
+
+/// A prepared statement: prepared in `init`, finalized in `deinit`.
+public final class Statement {
+    let handle: OpaquePointer
+    public let sql: String
+    unowned let database: Database
+
+    init(database: Database, sql: String) throws(SQLiteError) {
+        var handle: OpaquePointer?
+        let rc = sqlite3_prepare_v3(database.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+        guard rc == SQLITE_OK, let handle else {
+            throw database.error(rc, sql: sql)
+        }
+        self.handle = handle
+        self.sql = sql
+        self.database = database
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    /// Binds `values` to the parameters 1…n, replacing earlier bindings.
+    public func bind(_ values: [SQLValue]) throws(SQLiteError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(handle, index)
+            case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
+            case .real(let v): rc = sqlite3_bind_double(handle, index, v)
+            case .text(let v): rc = sqlite3_bind_text(handle, index, v, -1, osv_sqlite_transient())
+            }
+            guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    public func execute(_ values: [SQLValue] = []) throws(SQLiteError) {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        let rc = sqlite3_step(handle)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw database.error(rc, sql: sql) }
+    }
+
+    /// Runs a query and returns every row.
+    public func rows(_ values: [SQLValue] = []) throws(SQLiteError) -> [Row] {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        var result: [Row] = []
+        while true {
+            let rc = sqlite3_step(handle)
+            if rc == SQLITE_DONE { return result }
+            guard rc == SQLITE_ROW else { throw database.error(rc, sql: sql) }
+            result.append(currentRow())
+        }
+    }
+
+    private func currentRow() -> Row {
+        let count = sqlite3_column_count(handle)
+        var values: [SQLValue] = []
+        values.reserveCapacity(Int(count))
+        for i in 0..<count {
+            switch sqlite3_column_type(handle, i) {
+            case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(handle, i)))
+            case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(handle, i)))
+            case SQLITE_NULL: values.append(.null)
+            default:
+                if let text = sqlite3_column_text(handle, i) {
+                    values.append(.text(String(cString: text)))
+                } else {
+                    values.append(.null)
+                }
+            }
+        }
+        return Row(values: values)
+    }
+}
+
+/// One result row, read by column index.
+public struct Row: Sendable {
+    public let values: [SQLValue]
+    public subscript(index: Int) -> SQLValue { values[index] }
+}
