@@ -41,6 +41,7 @@ let package = Package(
             name: "Models",
             dependencies: [
                 "ModelObservation", "SQLiteStore", "JSON",
+                .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -64,6 +64,11 @@ public final class HTTPDaemon: Sendable {
     /// Connections parked by long-polls right now.
     public var parkedCount: Int { lot.withLock { $0.count } }
 
+    /// Connections open right now.
+    public var connectionCount: Int {
+        daemon.withLock { $0.map { Int(osv_daemon_connections($0.raw)) } ?? 0 }
+    }
+
     /// Starts listening and serving.
     public func start() throws {
         var flags = UInt32(MHD_USE_EPOLL_INTERNAL_THREAD.rawValue)

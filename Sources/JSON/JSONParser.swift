@@ -59,14 +59,11 @@ public struct JSONParser {
         }
     }
 
-    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
-        let count = literal.utf8CodeUnitsCount
-        guard index + count <= bytes.count else { throw fail("unexpected end of JSON") }
-        let matches = literal.withUTF8Buffer { buffer in
-            (0..<count).allSatisfy { bytes[index + $0] == buffer[$0] }
-        }
-        guard matches else { throw fail("invalid literal") }
-        index += count
+    private mutating func expectLiteral(_ literal: String) throws(JSONParseError) {
+        let expected = Array(literal.utf8)
+        guard index + expected.count <= bytes.count else { throw fail("unexpected end of JSON") }
+        guard bytes[index..<index + expected.count].elementsEqual(expected) else { throw fail("invalid literal") }
+        index += expected.count
     }
 
     private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {

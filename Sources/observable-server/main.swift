@@ -1,1 +1,1 @@
-print("x")
+ObservableServerCommand.main()

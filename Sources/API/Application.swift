@@ -1,0 +1,74 @@
+import Foundation
+import HTTPServer
+import Logging
+import Models
+import Synchronization
+
+/// The whole service: store, API and HTTP daemon, started and stopped together.
+public final class Application: Sendable {
+    public struct Configuration: Sendable {
+        public var http = HTTPDaemon.Configuration()
+        public var store: Store.Configuration
+        public var limits = ObservableAPI.Limits()
+        /// Seconds between housekeeping runs (pruning, TTL, persisting cursors).
+        public var housekeepingInterval: Double = 1
+
+        public init(store: Store.Configuration) {
+            self.store = store
+        }
+    }
+
+    public let store: Store
+    public let api: ObservableAPI
+    public let daemon: HTTPDaemon
+    let configuration: Configuration
+    let logger: Logger
+    private let running = Atomic<Bool>(false)
+    private let housekeepingDone = Mutex<Bool>(false)
+
+    public init(configuration: Configuration, logger: Logger = Logger(label: "observable")) throws {
+        self.configuration = configuration
+        self.logger = logger
+        store = try Store(configuration: configuration.store, logger: logger)
+        let daemonBox = Mutex<HTTPDaemon?>(nil)
+        api = ObservableAPI(store: store, limits: configuration.limits) {
+            let daemon = daemonBox.withLock { $0 }
+            return (daemon?.parkedCount ?? 0, daemon?.connectionCount ?? 0)
+        }
+        daemon = HTTPDaemon(configuration: configuration.http, responder: api.responder(), logger: logger)
+        daemonBox.withLock { $0 = daemon }
+        api.attach(daemon)
+    }
+
+    /// The port served (the real one when configured with port 0).
+    public var port: UInt16 { daemon.port }
+
+    public func start() throws {
+        try daemon.start()
+        running.store(true, ordering: .releasing)
+        let interval = configuration.housekeepingInterval
+        let thread = Thread { [self] in
+            while running.load(ordering: .acquiring) {
+                Thread.sleep(forTimeInterval: interval)
+                if running.load(ordering: .acquiring) { store.maintain() }
+            }
+            housekeepingDone.withLock { $0 = true }
+        }
+        thread.name = "observable.housekeeping"
+        thread.start()
+        logger.info("observable-server listening on \(configuration.http.host):\(port), database \(configuration.store.databasePath)")
+    }
+
+    /// Stops accepting, answers parked long-polls with their cursor, waits
+    /// for requests in flight, and closes the database.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        daemon.stop()
+        let deadline = Date().addingTimeInterval(configuration.housekeepingInterval + 2)
+        while !housekeepingDone.withLock({ $0 }) && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        store.close()
+        logger.info("observable-server stopped")
+    }
+}

@@ -1,0 +1,173 @@
+import HTTPServer
+import JSON
+import ModelObservation
+import Models
+import Synchronization
+
+/// The long-polling change feed: answers `GET /observers/{id}/changes` at
+/// once when there is something to say, parks it otherwise, and answers
+/// parked polls when a change they read is committed.
+final class ChangeFeed: Sendable {
+    /// A parked `changes` request.
+    final class ParkedPoll: ChangeWaiter {
+        let observer: String
+        let since: Int64?
+        let limit: Int
+        let coalesce: Bool
+        let parked = Mutex<ParkedConnection?>(nil)
+
+        init(observer: String, since: Int64?, limit: Int, coalesce: Bool) {
+            self.observer = observer
+            self.since = since
+            self.limit = limit
+            self.coalesce = coalesce
+        }
+
+        var connection: ParkedConnection? { parked.withLock { $0 } }
+    }
+
+    static let route = "/observers/:id/changes"
+
+    let store: Store
+    let metrics: Metrics
+    private let daemon = Mutex<HTTPDaemon?>(nil)
+
+    init(store: Store, metrics: Metrics) {
+        self.store = store
+        self.metrics = metrics
+    }
+
+    func attach(_ daemon: HTTPDaemon) {
+        self.daemon.withLock { $0 = daemon }
+    }
+
+    var registry: ObservationRegistry { store.registry }
+
+    /// Answers a poll now, or parks it for up to `timeout`.
+    func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, timeout: Duration, connection: Connection) -> Reply {
+        let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce)
+        let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
+            guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
+                registry.withdraw(waiter, of: observer)
+                return self.answer(waiter)
+            }) else { return nil }
+            waiter.parked.withLock { $0 = parked }
+            return waiter
+        } : nil
+        let (result, displaced) = registry.poll(observer, since: since, limit: limit, now: Clock.now, park: park)
+        if let displaced = displaced as? ParkedPoll, let connection = displaced.connection {
+            // One parked poll per observer: the newer one takes the place.
+            let cursor = displaced.since ?? registry.observer(observer)?.cursor ?? registry.lastSeq
+            resume([(connection, Self.feedResponse([], cursor: cursor, coalesce: false))])
+        }
+        switch result {
+        case .parked: return .parked
+        default: return .response(Self.response(for: result, coalesce: coalesce))
+        }
+    }
+
+    /// Answers the parked polls of observers that have something new.
+    func wake(_ woken: [(observer: String, waiter: any ChangeWaiter)]) {
+        var answers: [(ParkedConnection, HTTPResponse)] = []
+        answers.reserveCapacity(woken.count)
+        for (_, waiter) in woken {
+            guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { continue }
+            answers.append((connection, answer(poll)))
+        }
+        metrics.recordWakeups(answers.count)
+        resume(answers)
+    }
+
+    /// Answers the parked poll of a deleted observer.
+    func observerDeleted(_ waiter: (any ChangeWaiter)?) {
+        guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { return }
+        resume([(connection, Problem.response(404, "Not Found", "observer \(poll.observer) was deleted"))])
+    }
+
+    private func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
+        guard !answers.isEmpty, let daemon = daemon.withLock({ $0 }) else { return }
+        for (_, response) in answers { metrics.recordRequest(route: Self.route, status: response.status) }
+        daemon.resume(answers)
+    }
+
+    /// What a parked poll answers now: its changes, or none with the cursor.
+    private func answer(_ poll: ParkedPoll) -> HTTPResponse {
+        let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, now: Clock.now)
+        return Self.response(for: result, coalesce: poll.coalesce)
+    }
+
+    static func response(for poll: ObservationRegistry.Poll, coalesce: Bool) -> HTTPResponse {
+        switch poll {
+        case .unknownObserver:
+            return APIError.response(for: APIError(404, "no such observer"))
+        case .gone(let oldest):
+            return APIError.response(for: APIError(410, "changes up to \(oldest) are no longer kept; read the resources again and poll from their Observation-Cursor"))
+        case .ahead(let newest):
+            return APIError.response(for: APIError(400, "since is ahead of the newest change \(newest)"))
+        case .changes(let changes, let cursor):
+            return feedResponse(changes, cursor: cursor, coalesce: coalesce)
+        case .parked:
+            return APIError.response(for: APIError(500, "unexpected parked poll"))
+        }
+    }
+
+    static func feedResponse(_ changes: [Change], cursor: Int64, coalesce: Bool) -> HTTPResponse {
+        let changes = coalesce ? Self.coalesce(changes) : changes
+        var body: [UInt8] = Array(#"{"cursor":"#.utf8)
+        body.append(contentsOf: String(cursor).utf8)
+        body.append(contentsOf: #","changes":["#.utf8)
+        for (i, change) in changes.enumerated() {
+            if i > 0 { body.append(UInt8(ascii: ",")) }
+            write(change, into: &body)
+        }
+        body.append(contentsOf: "]}".utf8)
+        var response = HTTPResponse(status: 200, body: body)
+        response.setHeader("Content-Type", "application/json")
+        response.setHeader("Observation-Cursor", String(cursor))
+        response.setHeader("Cache-Control", "no-store")
+        return response
+    }
+
+    static func write(_ change: Change, into body: inout [UInt8]) {
+        body.append(contentsOf: #"{"seq":"#.utf8)
+        body.append(contentsOf: String(change.seq).utf8)
+        body.append(contentsOf: #","path":"#.utf8)
+        JSONWriter.writeString(change.path, into: &body)
+        body.append(contentsOf: #","op":""#.utf8)
+        body.append(contentsOf: change.operation.rawValue.utf8)
+        body.append(UInt8(ascii: "\""))
+        if change.operation != .insert {
+            body.append(contentsOf: #","old":"#.utf8)
+            body.append(contentsOf: (change.old ?? "null").utf8)
+        }
+        if change.operation != .remove {
+            body.append(contentsOf: #","new":"#.utf8)
+            body.append(contentsOf: (change.new ?? "null").utf8)
+        }
+        body.append(UInt8(ascii: "}"))
+    }
+
+    /// Folds the `set` changes of each path into one (first `old`, last
+    /// `new`, at the last one's `seq`); a path that ends where it started is
+    /// left out. Inserts and removes are kept as they are.
+    static func coalesce(_ changes: [Change]) -> [Change] {
+        var firstOld: [String: String?] = [:]
+        var lastIndex: [String: Int] = [:]
+        for (i, change) in changes.enumerated() where change.operation == .set {
+            if firstOld[change.path] == nil { firstOld[change.path] = .some(change.old) }
+            lastIndex[change.path] = i
+        }
+        var result: [Change] = []
+        for (i, change) in changes.enumerated() {
+            guard change.operation == .set else {
+                result.append(change)
+                continue
+            }
+            guard lastIndex[change.path] == i, let old = firstOld[change.path] else { continue }
+            if old == change.new { continue }
+            result.append(Change(seq: change.seq, transaction: change.transaction, path: change.path, operation: .set,
+                                 old: old, new: change.new, keys: change.keys))
+        }
+        return result
+    }
+}

@@ -1,0 +1,6 @@
+import Foundation
+
+/// Wall-clock seconds, for observers' last use and TTL.
+enum Clock {
+    static var now: Double { Date().timeIntervalSince1970 }
+}

@@ -1,0 +1,108 @@
+import HTTPServer
+import JSON
+import ModelObservation
+import Models
+
+/// The HTTP API: routes from HTTP to the models, reads tracked for
+/// observers, and the change feed.
+public final class ObservableAPI: Sendable {
+    public struct Limits: Sendable {
+        /// Default long-poll wait, seconds.
+        public var defaultLongPoll: Int = 30
+        /// Longest long-poll wait a client may ask for, seconds.
+        public var maxLongPoll: Int = 60
+        public init() {}
+    }
+
+    let store: Store
+    let feed: ChangeFeed
+    let metrics: Metrics
+    let limits: Limits
+    let daemonGauges: @Sendable () -> (parked: Int, connections: Int)
+
+    public init(store: Store, limits: Limits = Limits(), metrics: Metrics = Metrics(),
+                daemonGauges: @escaping @Sendable () -> (parked: Int, connections: Int))
+    {
+        self.store = store
+        self.metrics = metrics
+        self.limits = limits
+        self.feed = ChangeFeed(store: store, metrics: metrics)
+        self.daemonGauges = daemonGauges
+        store.onWake { [feed] woken in feed.wake(woken) }
+    }
+
+    /// Lets the change feed resume the connections it parks on `daemon`.
+    public func attach(_ daemon: HTTPDaemon) {
+        feed.attach(daemon)
+    }
+
+    /// Every route of the API.
+    public func responder() -> RouterResponder {
+        let router = Router()
+        addOperationRoutes(to: router)
+        addObserverRoutes(to: router)
+        addFoodTruckRoutes(to: router)
+        addAccountRoutes(to: router)
+        return router.buildResponder(metrics: metrics)
+    }
+
+    // MARK: - Shared answers
+
+    /// Answers a `GET` with `representation`: `ETag`, `Observation-Cursor`,
+    /// `If-None-Match`, and the reads tracked for the request's observer.
+    func read(_ context: RouteContext, fields allowed: [String], _ render: (ModelState, FieldSelection) throws -> Representation) throws -> Reply {
+        let request = context.request
+        let observer = request.header("Observer") ?? request.query["observer"]
+        if let observer, store.registry.observer(observer) == nil {
+            throw APIError(404, "no observer \(observer); create one with POST /observers")
+        }
+        let selection = try FieldSelection(request.query["fields"], allowed: allowed)
+        let state = store.state
+        let representation = try render(state, selection)
+        if let observer {
+            try store.track(representation.reads, by: observer, at: state.seq)
+        }
+        return .response(Self.json(representation.bytes, request: request, cursor: state.seq))
+    }
+
+    /// A `200` JSON answer to a `GET`, or `304` when `If-None-Match` matches.
+    static func json(_ body: [UInt8], request: HTTPRequest, cursor: Int64? = nil) -> HTTPResponse {
+        let etag = Representation.etag(of: body)
+        var response = HTTPResponse(status: 200, body: body)
+        if let match = request.header("If-None-Match"),
+           match == "*" || match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0.trimmingCharacters(in: .whitespaces) == "W/" + etag })
+        {
+            response.status = 304
+            response.body = []
+        } else {
+            response.setHeader("Content-Type", "application/json")
+        }
+        response.setHeader("ETag", etag)
+        response.setHeader("Cache-Control", "no-cache")
+        if let cursor { response.setHeader("Observation-Cursor", String(cursor)) }
+        return response
+    }
+
+    /// A JSON answer to a write.
+    static func written(_ json: JSONValue, status: Int = 200, location: String? = nil) -> Reply {
+        let body = JSONWriter.bytes(json)
+        var response = HTTPResponse(status: status, body: body)
+        response.setHeader("Content-Type", "application/json")
+        response.setHeader("ETag", Representation.etag(of: body))
+        if let location { response.setHeader("Location", location) }
+        return .response(response)
+    }
+
+    static let noContent = Reply.response(HTTPResponse(status: 204))
+}
+
+extension Substring {
+    func trimmingCharacters(in set: TrimSet) -> String {
+        var s = self
+        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
+        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
+        return String(s)
+    }
+}
+
+enum TrimSet { case whitespaces }

@@ -1,0 +1,70 @@
+import HTTPServer
+import JSON
+import Models
+
+extension ObservableAPI {
+    func addFoodTruckRoutes(to router: Router) {
+        router.get("/truck") { [self] context in
+            try read(context, fields: Truck.fields) { state, fields in state.truck.representation(fields) }
+        }
+        router.patch("/truck") { [self] context in
+            let body = try RequestBody(context.request, allowed: ["name"])
+            guard let name = try body.string("name") else { throw APIError(422, "name is required") }
+            let truck = try store.renameTruck(to: name, ifMatch: context.request.header("If-Match"))
+            return Self.written(truck.representation().json)
+        }
+        router.get("/truck/orderCount") { [self] context in
+            try read(context, fields: ["orderCount"]) { state, _ in state.truck.orderCountRepresentation }
+        }
+        router.get("/truck/donuts") { [self] context in
+            try read(context, fields: Donut.fields) { state, fields in state.truck.donutList(fields) }
+        }
+        router.post("/truck/donuts") { [self] context in
+            let body = try RequestBody(context.request, allowed: Donut.writableFields)
+            let donut = try store.addDonut(try Self.donutFields(body))
+            return Self.written(donut.representation().json, status: 201, location: donut.path)
+        }
+        router.get("/truck/donuts/:id") { [self] context in
+            let id = context.parameter("id")
+            return try read(context, fields: Donut.fields) { state, fields in
+                guard let donut = state.truck.donuts[id] else { throw APIError(404, "no donut \(id)") }
+                return donut.representation(fields)
+            }
+        }
+        router.patch("/truck/donuts/:id") { [self] context in
+            let body = try RequestBody(context.request, allowed: Donut.writableFields)
+            let donut = try store.updateDonut(context.parameter("id"), try Self.donutFields(body), ifMatch: context.request.header("If-Match"))
+            return Self.written(donut.representation().json)
+        }
+        router.delete("/truck/donuts/:id") { [self] context in
+            try store.deleteDonut(context.parameter("id"), ifMatch: context.request.header("If-Match"))
+            return Self.noContent
+        }
+        router.get("/truck/orders") { [self] context in
+            try read(context, fields: Order.fields) { state, fields in state.truck.orderList(fields) }
+        }
+        router.post("/truck/orders") { [self] context in
+            let body = try RequestBody(context.request, allowed: ["donutId", "quantity"])
+            guard let donutId = try body.string("donutId") else { throw APIError(422, "donutId is required") }
+            guard let quantity = try body.integer("quantity") else { throw APIError(422, "quantity is required") }
+            let order = try store.addOrder(donutId: donutId, quantity: quantity)
+            return Self.written(order.representation().json, status: 201, location: order.path)
+        }
+        router.get("/truck/orders/:id") { [self] context in
+            let id = context.parameter("id")
+            return try read(context, fields: Order.fields) { state, fields in
+                guard let order = state.truck.orders[id] else { throw APIError(404, "no order \(id)") }
+                return order.representation(fields)
+            }
+        }
+        router.delete("/truck/orders/:id") { [self] context in
+            try store.deleteOrder(context.parameter("id"), ifMatch: context.request.header("If-Match"))
+            return Self.noContent
+        }
+    }
+
+    static func donutFields(_ body: RequestBody) throws -> DonutFields {
+        DonutFields(name: try body.string("name"), dough: try body.string("dough"),
+                    glaze: try body.nullableString("glaze"), topping: try body.nullableString("topping"))
+    }
+}

@@ -1,0 +1,79 @@
+import HTTPServer
+import JSON
+import ModelObservation
+import Models
+
+extension ObservableAPI {
+    static let limitRange = 1...1000
+    static let defaultLimit = 100
+
+    func addObserverRoutes(to router: Router) {
+        router.post("/observers") { [self] context in
+            let body = try RequestBody(context.request, allowed: ["ttlSeconds"], emptyAllowed: true)
+            let ttl = try body.integer("ttlSeconds") ?? Int64(Store.defaultObserverTTL)
+            guard Store.observerTTLRange.contains(Int(clamping: ttl)) else {
+                throw APIError(422, "ttlSeconds must be between 1 and 86400")
+            }
+            let observer = try store.createObserver(ttlSeconds: Int(ttl), now: Clock.now)
+            return Self.written(Self.json(observer), status: 201, location: "/observers/" + observer.id)
+        }
+        router.get("/observers/:id") { [self] context in
+            let id = context.parameter("id")
+            guard store.registry.touch(id, now: Clock.now), let observer = store.registry.observer(id) else {
+                throw APIError(404, "no observer \(id)")
+            }
+            return .response(Self.json(JSONWriter.bytes(Self.json(observer)), request: context.request))
+        }
+        router.delete("/observers/:id") { [self] context in
+            let waiter = try store.deleteObserver(context.parameter("id"))
+            feed.observerDeleted(waiter)
+            return Self.noContent
+        }
+        router.delete("/observers/:id/reads") { [self] context in
+            try store.clearReads(of: context.parameter("id"), now: Clock.now)
+            return Self.noContent
+        }
+        router.get(ChangeFeed.route) { [self] context in
+            let query = context.request.query
+            let since = try query["since"].map { try Self.nonNegativeInteger($0, "since") }
+            let timeout = try query["timeout"].map { try Self.seconds($0, "timeout", max: limits.maxLongPoll) } ?? .seconds(limits.defaultLongPoll)
+            let limit = try query["limit"].map { try Self.nonNegativeInteger($0, "limit") } ?? Int64(Self.defaultLimit)
+            guard Self.limitRange.contains(Int(clamping: limit)) else {
+                throw APIError(400, "limit must be between \(Self.limitRange.lowerBound) and \(Self.limitRange.upperBound)")
+            }
+            let coalesce: Bool
+            switch query["coalesce"] {
+            case nil, "false": coalesce = false
+            case "true": coalesce = true
+            case let other?: throw APIError(400, "coalesce must be true or false, not \(other)")
+            }
+            return feed.poll(context.parameter("id"), since: since, limit: Int(limit), coalesce: coalesce, timeout: timeout,
+                             connection: context.connection)
+        }
+    }
+
+    static func json(_ observer: ObserverSnapshot) -> JSONValue {
+        [
+            "id": .string(observer.id),
+            "reads": .array(observer.reads.keys.sorted().map { .string($0.path) }),
+            "cursor": .int(observer.cursor),
+            "ttlSeconds": .int(Int64(observer.ttlSeconds)),
+        ]
+    }
+
+    static func nonNegativeInteger(_ text: String, _ name: String) throws -> Int64 {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = Int64(text) else {
+            throw APIError(400, "\(name) must be a non-negative integer, not \"\(text)\"")
+        }
+        return value
+    }
+
+    /// Seconds as `12` or `0.5`, from 0 to `max`.
+    static func seconds(_ text: String, _ name: String, max: Int) throws -> Duration {
+        let valid = !text.isEmpty && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: ".") }
+        guard valid, let value = Double(text), value.isFinite, value >= 0, value <= Double(max) else {
+            throw APIError(400, "\(name) must be a number of seconds from 0 to \(max), not \"\(text)\"")
+        }
+        return .milliseconds(Int64((value * 1000).rounded()))
+    }
+}

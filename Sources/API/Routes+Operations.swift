@@ -1,0 +1,26 @@
+import HTTPServer
+
+extension ObservableAPI {
+    func addOperationRoutes(to router: Router) {
+        router.get("/healthz") { [self] context in
+            let body = #"{"status":"ok","seq":\#(store.registry.lastSeq)}"#
+            var response = HTTPResponse(status: 200, body: Array(body.utf8))
+            response.setHeader("Content-Type", "application/json")
+            response.setHeader("Cache-Control", "no-store")
+            return .response(response)
+        }
+        router.get("/metrics") { [self] context in
+            let daemon = daemonGauges()
+            let text = metrics.render(gauges: [
+                ("observable_longpolls_parked", "Long-polls parked now.", Int64(daemon.parked)),
+                ("observable_connections", "HTTP connections open now.", Int64(daemon.connections)),
+                ("observable_observers", "Observers known.", Int64(store.registry.observerCount)),
+                ("observable_change_seq", "Seq of the newest committed change.", store.registry.lastSeq),
+            ])
+            var response = HTTPResponse(status: 200, body: Array(text.utf8))
+            response.setHeader("Content-Type", "text/plain; version=0.0.4")
+            response.setHeader("Cache-Control", "no-store")
+            return .response(response)
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import JSON
+import ModelObservation
+import OrderedCollections
+
+/// A donut on the truck's menu.
+public struct Donut: Sendable, Equatable {
+    public static let fields = ["id", "name", "dough", "glaze", "topping"]
+    /// The fields a client may set.
+    public static let writableFields = ["name", "dough", "glaze", "topping"]
+
+    public let id: String
+    public var name: String
+    public var dough: String
+    public var glaze: String?
+    public var topping: String?
+    let position: Int64
+
+    public var path: String { Truck.donutsPath + "/" + id }
+
+    public func value(of field: String) -> JSONValue {
+        switch field {
+        case "id": return .string(id)
+        case "name": return .string(name)
+        case "dough": return .string(dough)
+        case "glaze": return glaze.json
+        case "topping": return topping.json
+        default: return .null
+        }
+    }
+
+    public func representation(_ selection: FieldSelection = .all) -> Representation {
+        var builder = RepresentationBuilder(resource: path)
+        builder.constant("id", .string(id))
+        for field in Self.writableFields { builder.field(field, value(of: field), selection) }
+        return builder.representation
+    }
+
+    /// Every property key of this donut (what an observer of it may read).
+    public var keys: [PropertyKey] { Self.writableFields.map { PropertyKey(path, $0) } }
+}
+
+/// An order of some donuts.
+public struct Order: Sendable, Equatable {
+    public static let fields = ["id", "donutId", "quantity"]
+
+    public let id: String
+    public let donutId: String
+    public let quantity: Int64
+    let position: Int64
+
+    public var path: String { Truck.ordersPath + "/" + id }
+
+    public func representation(_ selection: FieldSelection = .all) -> Representation {
+        var builder = RepresentationBuilder(resource: path)
+        builder.constant("id", .string(id))
+        builder.field("donutId", .string(donutId), selection)
+        builder.field("quantity", .int(quantity), selection)
+        return builder.representation
+    }
+
+    public var keys: [PropertyKey] { [PropertyKey(path, "donutId"), PropertyKey(path, "quantity")] }
+}
+
+/// The food truck: its name, menu and orders.
+public struct Truck: Sendable, Equatable {
+    public static let path = "/truck"
+    public static let donutsPath = "/truck/donuts"
+    public static let ordersPath = "/truck/orders"
+    public static let orderCountPath = "/truck/orderCount"
+    public static let fields = ["name", "donuts", "orders", "orderCount"]
+
+    public var name: String
+    public var donuts: OrderedDictionary<String, Donut>
+    public var orders: OrderedDictionary<String, Order>
+
+    /// Computed: the number of orders.
+    public var orderCount: Int64 { Int64(orders.count) }
+
+    public func representation(_ selection: FieldSelection = .all) -> Representation {
+        var builder = RepresentationBuilder(resource: Self.path)
+        builder.field("name", .string(name), selection)
+        builder.collection("donuts", donuts.values.map { $0.representation() }, selection)
+        builder.collection("orders", orders.values.map { $0.representation() }, selection)
+        builder.field("orderCount", .int(orderCount), selection)
+        return builder.representation
+    }
+
+    public func donutList(_ selection: FieldSelection = .all) -> Representation {
+        list("donuts", path: Self.donutsPath, donuts.values.map { $0.representation(selection) })
+    }
+
+    public func orderList(_ selection: FieldSelection = .all) -> Representation {
+        list("orders", path: Self.ordersPath, orders.values.map { $0.representation(selection) })
+    }
+
+    public var orderCountRepresentation: Representation {
+        Representation(json: ["orderCount": .int(orderCount)], reads: [PropertyKey(Self.orderCountPath)])
+    }
+
+    private func list(_ name: String, path: String, _ elements: [Representation]) -> Representation {
+        var reads = [PropertyKey(path)]
+        for element in elements { reads.append(contentsOf: element.reads) }
+        return Representation(json: .object(JSONObject([name: .array(elements.map(\.json))])), reads: reads)
+    }
+}

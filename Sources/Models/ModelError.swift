@@ -1,0 +1,27 @@
+/// Why a request was refused, in terms a client can act on.
+public struct ModelError: Error, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The request is malformed: bad JSON, a wrong type, an unknown field.
+        case badRequest
+        /// The named resource does not exist.
+        case notFound
+        /// The request is well formed but breaks a rule of the model.
+        case unprocessable
+        /// `If-Match` named a version that is no longer current.
+        case preconditionFailed
+    }
+
+    public let kind: Kind
+    public let detail: String
+
+    public init(_ kind: Kind, _ detail: String) {
+        self.kind = kind
+        self.detail = detail
+    }
+
+    public var description: String { detail }
+
+    public static func badRequest(_ detail: String) -> ModelError { ModelError(.badRequest, detail) }
+    public static func notFound(_ detail: String) -> ModelError { ModelError(.notFound, detail) }
+    public static func unprocessable(_ detail: String) -> ModelError { ModelError(.unprocessable, detail) }
+}

@@ -1,0 +1,16 @@
+import JSON
+
+/// Every model's current state, with the `seq` of the last change it reflects.
+/// Reads copy it (copy-on-write makes that cheap); writes replace it after commit.
+public struct ModelState: Sendable {
+    public internal(set) var seq: Int64
+    public internal(set) var truck: Truck
+    public internal(set) var account: Account
+    var nextPosition: Int64
+
+    /// Computed properties by path. After each write, every one whose value
+    /// changed is reported as a change of its own path.
+    var computedProperties: [(path: String, value: JSONValue)] {
+        [(Truck.orderCountPath, .int(truck.orderCount))]
+    }
+}

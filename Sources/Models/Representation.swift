@@ -1,0 +1,101 @@
+import JSON
+import ModelObservation
+
+/// What a read returns: the JSON body and the property keys it contains,
+/// which become an observer's reads.
+public struct Representation: Sendable {
+    public var json: JSONValue
+    public var reads: [PropertyKey]
+
+    public init(json: JSONValue, reads: [PropertyKey]) {
+        self.json = json
+        self.reads = reads
+    }
+
+    public var bytes: [UInt8] { JSONWriter.bytes(json) }
+
+    /// A strong entity tag of the serialised body.
+    public static func etag(of bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
+    }
+
+    public var etag: String { Self.etag(of: bytes) }
+}
+
+/// Which fields of a resource a read asked for (`?fields=a,b`).
+public struct FieldSelection: Sendable {
+    let names: Set<String>?
+
+    /// Every field.
+    public static let all = FieldSelection(names: nil)
+
+    /// Parses `fields=a,b` against the fields the resource has.
+    public init(_ parameter: String?, allowed: [String]) throws(ModelError) {
+        guard let parameter else {
+            names = nil
+            return
+        }
+        let requested = parameter.split(separator: ",", omittingEmptySubsequences: false).map {
+            String($0).trimmingCharacters(in: " ")
+        }
+        for name in requested where !allowed.contains(name) {
+            throw .badRequest("unknown field \"\(name)\" in fields; known fields: \(allowed.joined(separator: ", "))")
+        }
+        names = Set(requested)
+    }
+
+    private init(names: Set<String>?) {
+        self.names = names
+    }
+
+    public func includes(_ name: String) -> Bool {
+        names?.contains(name) ?? true
+    }
+}
+
+extension String {
+    func trimmingCharacters(in character: Character) -> String {
+        var s = Substring(self)
+        while s.first == character { s.removeFirst() }
+        while s.last == character { s.removeLast() }
+        return String(s)
+    }
+}
+
+/// Builds a representation field by field, recording each field's key.
+struct RepresentationBuilder {
+    var object = JSONObject()
+    var reads: [PropertyKey] = []
+    let resource: String
+
+    init(resource: String) {
+        self.resource = resource
+    }
+
+    /// A field that cannot change (an id): in the body, not a read.
+    mutating func constant(_ name: String, _ value: JSONValue) {
+        object[name] = value
+    }
+
+    mutating func field(_ name: String, _ value: JSONValue, _ selection: FieldSelection = .all) {
+        guard selection.includes(name) else { return }
+        object[name] = value
+        reads.append(PropertyKey(resource, name))
+    }
+
+    /// A nested collection: its membership key plus whatever its elements read.
+    mutating func collection(_ name: String, _ elements: [Representation], _ selection: FieldSelection = .all) {
+        guard selection.includes(name) else { return }
+        object[name] = .array(elements.map(\.json))
+        reads.append(PropertyKey(resource, name))
+        for element in elements { reads.append(contentsOf: element.reads) }
+    }
+
+    var representation: Representation { Representation(json: .object(object), reads: reads) }
+}

@@ -1,0 +1,23 @@
+extension Store {
+    /// Signs `userName` in (replacing whoever was signed in).
+    public func login(userName: String) throws -> Account {
+        try Self.validateText(userName, "userName")
+        return try setUserName(userName)
+    }
+
+    /// Signs out; signing out when nobody is signed in changes nothing.
+    public func logout() throws -> Account {
+        try setUserName(nil)
+    }
+
+    private func setUserName(_ userName: String?) throws -> Account {
+        try write { tx in
+            let old = tx.state.account.userName
+            guard old != userName else { return tx.state.account }
+            try tx.execute("UPDATE account SET user_name = ? WHERE id = 1", [userName.sqlValue])
+            tx.state.account.userName = userName
+            tx.set(Account.userNamePath, old: old.json, new: userName.json)
+            return tx.state.account
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import JSON
+import ModelObservation
+
+/// The fields of a donut a request sets; a field left `nil` is unchanged,
+/// and `.some(nil)` clears an optional field.
+public struct DonutFields: Sendable {
+    public var name: String?
+    public var dough: String?
+    public var glaze: String??
+    public var topping: String??
+
+    public init(name: String? = nil, dough: String? = nil, glaze: String?? = nil, topping: String?? = nil) {
+        self.name = name
+        self.dough = dough
+        self.glaze = glaze
+        self.topping = topping
+    }
+}
+
+extension Store {
+    public static let maxTextLength = 200
+    public static let quantityRange: ClosedRange<Int64> = 1...1000
+
+    static func validateText(_ value: String?, _ field: String) throws(ModelError) {
+        guard let value else { return }
+        if value.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            throw .unprocessable("\(field) must not be empty")
+        }
+        if value.count > maxTextLength {
+            throw .unprocessable("\(field) must be at most \(maxTextLength) characters")
+        }
+    }
+
+    /// Renames the truck.
+    public func renameTruck(to name: String, ifMatch: String? = nil) throws -> Truck {
+        try Self.validateText(name, "name")
+        return try write { tx in
+            try tx.require(ifMatch: ifMatch, current: tx.state.truck.representation())
+            let old = tx.state.truck.name
+            guard old != name else { return tx.state.truck }
+            try tx.execute("UPDATE truck SET name = ? WHERE id = 1", [.text(name)])
+            tx.state.truck.name = name
+            tx.set(Truck.path + "/name", old: .string(old), new: .string(name))
+            return tx.state.truck
+        }
+    }
+
+    /// Adds a donut to the menu.
+    public func addDonut(_ fields: DonutFields) throws -> Donut {
+        guard let name = fields.name else { throw ModelError.unprocessable("name is required") }
+        try Self.validateText(name, "name")
+        try Self.validateText(fields.dough, "dough")
+        try Self.validateText(fields.glaze ?? nil, "glaze")
+        try Self.validateText(fields.topping ?? nil, "topping")
+        return try write { tx in
+            let donut = Donut(id: UUID().uuidString.lowercased(), name: name, dough: fields.dough ?? "plain",
+                              glaze: fields.glaze ?? nil, topping: fields.topping ?? nil, position: tx.takePosition())
+            try tx.execute(
+                "INSERT INTO donuts (id, position, name, dough, glaze, topping) VALUES (?, ?, ?, ?, ?, ?)",
+                [.text(donut.id), .integer(donut.position), .text(donut.name), .text(donut.dough), donut.glaze.sqlValue, donut.topping.sqlValue])
+            tx.state.truck.donuts[donut.id] = donut
+            tx.insert(into: Truck.donutsPath, element: donut.representation())
+            return donut
+        }
+    }
+
+    /// Changes some fields of a donut; each field that changes is one change.
+    public func updateDonut(_ id: String, _ fields: DonutFields, ifMatch: String? = nil) throws -> Donut {
+        try Self.validateText(fields.name, "name")
+        try Self.validateText(fields.dough, "dough")
+        try Self.validateText(fields.glaze ?? nil, "glaze")
+        try Self.validateText(fields.topping ?? nil, "topping")
+        return try write { tx in
+            guard let old = tx.state.truck.donuts[id] else { throw ModelError.notFound("no donut \(id)") }
+            try tx.require(ifMatch: ifMatch, current: old.representation())
+            var new = old
+            if let name = fields.name { new.name = name }
+            if let dough = fields.dough { new.dough = dough }
+            if let glaze = fields.glaze { new.glaze = glaze }
+            if let topping = fields.topping { new.topping = topping }
+            guard new != old else { return old }
+            try tx.execute("UPDATE donuts SET name = ?, dough = ?, glaze = ?, topping = ? WHERE id = ?",
+                           [.text(new.name), .text(new.dough), new.glaze.sqlValue, new.topping.sqlValue, .text(id)])
+            tx.state.truck.donuts[id] = new
+            for field in Donut.writableFields {
+                tx.set(new.path + "/" + field, old: old.value(of: field), new: new.value(of: field))
+            }
+            return new
+        }
+    }
+
+    /// Removes a donut from the menu. Its orders stay, as a record of sales.
+    public func deleteDonut(_ id: String, ifMatch: String? = nil) throws {
+        try write { tx in
+            guard let donut = tx.state.truck.donuts[id] else { throw ModelError.notFound("no donut \(id)") }
+            try tx.require(ifMatch: ifMatch, current: donut.representation())
+            try tx.execute("DELETE FROM donuts WHERE id = ?", [.text(id)])
+            tx.state.truck.donuts[id] = nil
+            tx.remove(from: Truck.donutsPath, element: donut.representation())
+        }
+    }
+
+    /// Places an order; `orderCount` moves with it in the same transaction.
+    public func addOrder(donutId: String, quantity: Int64) throws -> Order {
+        guard Self.quantityRange.contains(quantity) else {
+            throw ModelError.unprocessable("quantity must be between 1 and 1000")
+        }
+        return try write { tx in
+            guard tx.state.truck.donuts[donutId] != nil else {
+                throw ModelError.unprocessable("no donut \(donutId) on the menu")
+            }
+            let order = Order(id: UUID().uuidString.lowercased(), donutId: donutId, quantity: quantity, position: tx.takePosition())
+            try tx.execute("INSERT INTO orders (id, position, donut_id, quantity) VALUES (?, ?, ?, ?)",
+                           [.text(order.id), .integer(order.position), .text(donutId), .integer(quantity)])
+            tx.state.truck.orders[order.id] = order
+            tx.insert(into: Truck.ordersPath, element: order.representation())
+            return order
+        }
+    }
+
+    /// Cancels an order.
+    public func deleteOrder(_ id: String, ifMatch: String? = nil) throws {
+        try write { tx in
+            guard let order = tx.state.truck.orders[id] else { throw ModelError.notFound("no order \(id)") }
+            try tx.require(ifMatch: ifMatch, current: order.representation())
+            try tx.execute("DELETE FROM orders WHERE id = ?", [.text(id)])
+            tx.state.truck.orders[id] = nil
+            tx.remove(from: Truck.ordersPath, element: order.representation())
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import ModelObservation
+import SQLiteStore
+
+extension Store {
+    public static let defaultObserverTTL = 600
+    public static let observerTTLRange = 1...86_400
+
+    /// Creates an observer whose cursor is the current `seq`.
+    public func createObserver(ttlSeconds: Int = Store.defaultObserverTTL, now: Double = Date().timeIntervalSince1970) throws -> ObserverSnapshot {
+        guard Self.observerTTLRange.contains(ttlSeconds) else {
+            throw ModelError.unprocessable("ttlSeconds must be between 1 and 86400")
+        }
+        return try writer.withLock { database in
+            // Under the writer lock no commit can move `seq` meanwhile.
+            let observer = ObserverSnapshot(id: UUID().uuidString.lowercased(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now)
+            try database.execute(
+                "INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES (?, ?, ?, ?)",
+                [.text(observer.id), .integer(observer.cursor), .integer(Int64(ttlSeconds)), .real(now)])
+            registry.add(observer)
+            return observer
+        }
+    }
+
+    /// Deletes an observer and its reads; returns its parked waiter, if any.
+    public func deleteObserver(_ id: String) throws -> (any ChangeWaiter)? {
+        try writer.withLock { database in
+            let (existed, waiter) = registry.remove(id)
+            guard existed else { throw ModelError.notFound("no observer \(id)") }
+            try database.execute("DELETE FROM observers WHERE id = ?", [.text(id)])
+            return waiter
+        }
+    }
+
+    /// Forgets every read of an observer.
+    public func clearReads(of id: String, now: Double = Date().timeIntervalSince1970) throws {
+        try writer.withLock { database in
+            guard registry.clearReads(id, now: now) else { throw ModelError.notFound("no observer \(id)") }
+            try database.execute("DELETE FROM observer_reads WHERE observer_id = ?", [.text(id)])
+        }
+    }
+
+    /// Records that observer `id` read `keys` in a response reflecting every
+    /// change up to `seq`, persisting the reads that are new.
+    public func track(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double = Date().timeIntervalSince1970) throws {
+        switch registry.track(id, keys: keys, at: seq, now: now) {
+        case .unknownObserver:
+            throw ModelError.notFound("no observer \(id)")
+        case .tooManyReads(let limit):
+            throw ModelError.unprocessable("observer \(id) would track more than \(limit) properties; clear its reads first")
+        case .tracked(let added, let waiter):
+            if !added.isEmpty {
+                try writer.withLock { database in
+                    try database.transaction {
+                        for (key, seq) in added {
+                            try database.execute(
+                                "INSERT OR IGNORE INTO observer_reads (observer_id, path, read_seq) VALUES (?, ?, ?)",
+                                [.text(id), .text(key.path), .integer(seq)])
+                        }
+                    }
+                }
+            }
+            if let waiter, let wake = wakeHandler { wake([(id, waiter)]) }
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import JSON
+import Logging
+import ModelObservation
+import OrderedCollections
+import SQLiteStore
+import Synchronization
+
+/// The models' state, persisted in SQLite and observed through the registry.
+///
+/// Every write goes through `write`: one `BEGIN IMMEDIATE` transaction that
+/// changes the model's rows and appends its changes to the change log, then
+/// commit, then publish to the registry, then wake the observers' long-polls.
+/// Reads are served from an in-memory copy of the state that is replaced
+/// only after a commit, so a read never shows an uncommitted write.
+public final class Store: Sendable {
+    public struct Configuration: Sendable {
+        public var databasePath: String
+        public var migrationsFolder: String
+        public var retainChanges: Int = 100_000
+        public var synchronous: Database.Synchronous = .normal
+        public var maxReadsPerObserver: Int = 100_000
+
+        public init(databasePath: String, migrationsFolder: String) {
+            self.databasePath = databasePath
+            self.migrationsFolder = migrationsFolder
+        }
+    }
+
+    public typealias Wake = @Sendable ([(observer: String, waiter: any ChangeWaiter)]) -> Void
+
+    public let registry: ObservationRegistry
+    let writer: Mutex<Database>
+    private let current: Mutex<ModelState>
+    private let wake: Mutex<Wake?>
+    let logger: Logger
+
+    /// Opens the database, applies pending migrations and loads the state.
+    public init(configuration: Configuration, logger: Logger = Logger(label: "observable.store")) throws {
+        let database = try Database(path: configuration.databasePath, synchronous: configuration.synchronous)
+        let applied = try Migrator(folder: configuration.migrationsFolder).migrate(database)
+        if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
+        let registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
+        let state = try Self.loadState(database)
+        try Self.loadObservation(database, into: registry, retain: configuration.retainChanges, lastSeq: state.seq)
+        self.registry = registry
+        self.writer = Mutex(database)
+        self.current = Mutex(state)
+        self.wake = Mutex(nil)
+        self.logger = logger
+    }
+
+    /// Sets who is told about observers to wake after each commit.
+    public func onWake(_ wake: @escaping Wake) {
+        self.wake.withLock { $0 = wake }
+    }
+
+    var wakeHandler: Wake? { wake.withLock { $0 } }
+
+    /// The current state (a cheap copy-on-write snapshot).
+    public var state: ModelState { current.withLock { $0 } }
+
+    /// Runs `body` as one transaction. Its changes, plus those of computed
+    /// properties whose value moved, are committed with the model's rows,
+    /// then published and their observers woken.
+    public func write<T: Sendable>(_ body: (inout WriteTransaction) throws -> T) throws -> T {
+        let (result, woken) = try writer.withLock { database throws -> (T, [(observer: String, waiter: any ChangeWaiter)]) in
+            let before = current.withLock { $0 }
+            var transaction = WriteTransaction(state: before, database: database)
+            try database.execute("BEGIN IMMEDIATE")
+            let result: T
+            var committed: [Change] = []
+            do {
+                result = try body(&transaction)
+                let after = transaction.state.computedProperties
+                for (old, new) in zip(before.computedProperties, after) {
+                    transaction.set(old.path, old: old.value, new: new.value)
+                }
+                let first = before.seq + 1
+                for (offset, change) in transaction.pending.enumerated() {
+                    let change = change.committed(seq: first + Int64(offset), transaction: first)
+                    try Self.append(change, to: database)
+                    committed.append(change)
+                }
+                try database.execute("COMMIT")
+            } catch {
+                try? database.execute("ROLLBACK")
+                throw error
+            }
+            var state = transaction.state
+            state.seq = committed.last?.seq ?? before.seq
+            // Publish before the new state is visible: a read that sees the
+            // new state then tracks at a seq the registry already knows.
+            let woken = registry.publish(committed)
+            current.withLock { $0 = state }
+            return (result, woken)
+        }
+        if !woken.isEmpty, let wake = wake.withLock({ $0 }) { wake(woken) }
+        return result
+    }
+
+    private static func append(_ change: Change, to database: Database) throws {
+        try database.execute(
+            "INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [.integer(change.seq), .integer(change.transaction), .text(change.path), .text(change.operation.rawValue),
+             change.old.sqlValue, change.new.sqlValue,
+             .text(change.keys.map(\.path).joined(separator: "\n")),
+             .text(change.impliedReads.map(\.path).joined(separator: "\n"))])
+        // Whoever reads a collection has read the elements it is told about.
+        guard !change.impliedReads.isEmpty else { return }
+        for key in change.keys {
+            for implied in change.impliedReads {
+                try database.execute(
+                    """
+                    INSERT OR IGNORE INTO observer_reads (observer_id, path, read_seq)
+                    SELECT observer_id, ?, ? FROM observer_reads WHERE path = ? AND read_seq < ?
+                    """,
+                    [.text(implied.path), .integer(change.seq), .text(key.path), .integer(change.seq)])
+            }
+        }
+    }
+
+    // MARK: - Loading
+
+    private static func loadState(_ database: Database) throws -> ModelState {
+        let name = try database.rows("SELECT name FROM truck WHERE id = 1").first?[0].string ?? "Food Truck"
+        var donuts = OrderedDictionary<String, Donut>()
+        var maxPosition: Int64 = 0
+        for row in try database.rows("SELECT id, position, name, dough, glaze, topping FROM donuts ORDER BY position") {
+            let donut = Donut(id: row[0].string ?? "", name: row[2].string ?? "", dough: row[3].string ?? "",
+                              glaze: row[4].string, topping: row[5].string, position: row[1].int64 ?? 0)
+            donuts[donut.id] = donut
+            maxPosition = max(maxPosition, donut.position)
+        }
+        var orders = OrderedDictionary<String, Order>()
+        for row in try database.rows("SELECT id, position, donut_id, quantity FROM orders ORDER BY position") {
+            let order = Order(id: row[0].string ?? "", donutId: row[2].string ?? "", quantity: row[3].int64 ?? 0, position: row[1].int64 ?? 0)
+            orders[order.id] = order
+            maxPosition = max(maxPosition, order.position)
+        }
+        let userName = try database.rows("SELECT user_name FROM account WHERE id = 1").first?[0].string
+        let seq = try database.rows("SELECT COALESCE(MAX(seq), 0) FROM changes").first?[0].int64 ?? 0
+        return ModelState(seq: seq, truck: Truck(name: name, donuts: donuts, orders: orders),
+                          account: Account(userName: userName), nextPosition: maxPosition + 1)
+    }
+
+    private static func loadObservation(_ database: Database, into registry: ObservationRegistry, retain: Int, lastSeq: Int64) throws {
+        var changes: [Change] = []
+        let rows = try database.rows(
+            "SELECT seq, txn, path, op, old, new, keys, implied_reads FROM changes WHERE seq > ? ORDER BY seq",
+            [.integer(lastSeq - Int64(retain))])
+        for row in rows {
+            func keys(_ value: SQLValue) -> [PropertyKey] {
+                (value.string ?? "").split(separator: "\n").map { PropertyKey(String($0)) }
+            }
+            changes.append(Change(
+                seq: row[0].int64 ?? 0, transaction: row[1].int64 ?? 0, path: row[2].string ?? "",
+                operation: Change.Operation(rawValue: row[3].string ?? "") ?? .set,
+                old: row[4].string, new: row[5].string, keys: keys(row[6]), impliedReads: keys(row[7])))
+        }
+        var observers: [String: ObserverSnapshot] = [:]
+        for row in try database.rows("SELECT id, cursor, ttl_seconds, last_used FROM observers") {
+            let id = row[0].string ?? ""
+            observers[id] = ObserverSnapshot(id: id, cursor: row[1].int64 ?? 0, ttlSeconds: Int(row[2].int64 ?? 600), lastUsed: row[3].double ?? 0)
+        }
+        for row in try database.rows("SELECT observer_id, path, read_seq FROM observer_reads") {
+            guard let id = row[0].string, let path = row[1].string else { continue }
+            observers[id]?.reads[PropertyKey(path)] = row[2].int64 ?? 0
+        }
+        registry.restore(observers: Array(observers.values), changes: changes, lastSeq: lastSeq)
+    }
+
+    // MARK: - Housekeeping
+
+    /// Prunes the change log to its retained size, drops observers past their
+    /// TTL and persists observers' cursors and last use. Run every second.
+    public func maintain(now: Double = Date().timeIntervalSince1970) {
+        let prunedThrough = registry.oldestAvailableSeq
+        let expired = registry.expire(now: now)
+        let dirty = registry.takeDirty(now: now)
+        do {
+            try writer.withLock { database in
+                try database.transaction {
+                    try database.execute("DELETE FROM changes WHERE seq <= ?", [.integer(prunedThrough)])
+                    for id in expired {
+                        try database.execute("DELETE FROM observers WHERE id = ?", [.text(id)])
+                    }
+                    for observer in dirty {
+                        try database.execute("UPDATE observers SET cursor = ?, last_used = ? WHERE id = ?",
+                                             [.integer(observer.cursor), .real(observer.lastUsed), .text(observer.id)])
+                    }
+                }
+            }
+        } catch {
+            logger.error("housekeeping failed: \(error)")
+        }
+        if !expired.isEmpty { logger.debug("observers expired: \(expired.count)") }
+    }
+
+    /// Persists what is pending and closes the database.
+    public func close() {
+        maintain()
+        writer.withLock { $0.close() }
+    }
+
+    /// `PRAGMA integrity_check` of the database file.
+    public func integrityCheck() throws -> String {
+        try writer.withLock { try $0.integrityCheck() }
+    }
+}

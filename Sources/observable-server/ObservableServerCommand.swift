@@ -1,0 +1,9 @@
+import ArgumentParser
+
+struct ObservableServerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "observable-server",
+        abstract: "Observable models as REST resources, with a long-polling change feed of exactly the properties each client read.",
+        subcommands: [Serve.self, Migrate.self],
+        defaultSubcommand: Serve.self)
+}

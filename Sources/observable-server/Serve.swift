@@ -1,0 +1,105 @@
+import API
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import Models
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply pending migrations and serve HTTP (the default).")
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "Address to listen on (env OBSERVABLE_HOST; default 0.0.0.0).")
+    var host: String?
+
+    @Option(help: "Port to listen on; 0 picks a free one (env OBSERVABLE_PORT; default 8080).")
+    var port: UInt16?
+
+    @Option(help: "HTTP worker threads (env OBSERVABLE_THREADS; default: the number of cores).")
+    var threads: Int?
+
+    @Option(name: .customLong("max-body"), help: "Largest request body in bytes (env OBSERVABLE_MAX_BODY; default 1048576).")
+    var maxBody: Int?
+
+    @Option(name: .customLong("max-long-poll"), help: "Longest long-poll timeout in seconds (env OBSERVABLE_MAX_LONG_POLL; default 60).")
+    var maxLongPoll: Int?
+
+    @Option(name: .customLong("connection-limit"), help: "Connections served at once (env OBSERVABLE_CONNECTION_LIMIT; default 20000).")
+    var connectionLimit: Int?
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle connection is closed (env OBSERVABLE_IDLE_TIMEOUT; default 30).")
+    var idleTimeout: Int?
+
+    @Option(name: .customLong("retain-changes"), help: "Change-log entries kept (env OBSERVABLE_RETAIN_CHANGES; default 100000).")
+    var retainChanges: Int?
+
+    @Option(help: "SQLite synchronous mode, normal or full (env OBSERVABLE_SYNCHRONOUS; default normal).")
+    var synchronous: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (env OBSERVABLE_LOG_LEVEL; default info).")
+    var logLevel: String?
+
+    func run() throws {
+        let levelName = setting(logLevel, "OBSERVABLE_LOG_LEVEL") ?? "info"
+        guard let level = Logger.Level(rawValue: levelName) else { throw ValidationError("unknown log level \(levelName)") }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var logger = Logger(label: "observable")
+        logger.logLevel = level
+
+        var storeConfiguration = Store.Configuration(databasePath: store.databasePath, migrationsFolder: try store.migrationsFolder())
+        storeConfiguration.retainChanges = try setting(retainChanges, "OBSERVABLE_RETAIN_CHANGES", default: 100_000)
+        let syncName = (setting(synchronous, "OBSERVABLE_SYNCHRONOUS") ?? "normal").uppercased()
+        guard let sync = Database.Synchronous(rawValue: syncName) else { throw ValidationError("synchronous must be normal or full") }
+        storeConfiguration.synchronous = sync
+
+        var configuration = Application.Configuration(store: storeConfiguration)
+        configuration.http.host = setting(host, "OBSERVABLE_HOST") ?? "0.0.0.0"
+        configuration.http.port = try setting(port, "OBSERVABLE_PORT", default: 8080)
+        configuration.http.threads = try setting(threads, "OBSERVABLE_THREADS", default: ProcessInfo.processInfo.activeProcessorCount)
+        configuration.http.maxBody = try setting(maxBody, "OBSERVABLE_MAX_BODY", default: 1 << 20)
+        configuration.http.connectionLimit = try setting(connectionLimit, "OBSERVABLE_CONNECTION_LIMIT", default: 20_000)
+        configuration.http.idleTimeout = try setting(idleTimeout, "OBSERVABLE_IDLE_TIMEOUT", default: 30)
+        configuration.limits.maxLongPoll = try setting(maxLongPoll, "OBSERVABLE_MAX_LONG_POLL", default: 60)
+        configuration.limits.defaultLongPoll = min(30, configuration.limits.maxLongPoll)
+        guard configuration.http.threads >= 1, configuration.http.maxBody >= 1, configuration.limits.maxLongPoll >= 1,
+              configuration.http.connectionLimit >= 1, configuration.http.idleTimeout >= 1, storeConfiguration.retainChanges >= 1
+        else { throw ValidationError("threads, max-body, max-long-poll, connection-limit, idle-timeout and retain-changes must be positive") }
+
+        let application = try Application(configuration: configuration, logger: logger)
+        try application.start()
+        waitForTermination()
+        logger.info("signal received; stopping")
+        application.stop()
+    }
+
+    /// Blocks until SIGTERM or SIGINT.
+    private func waitForTermination() {
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let received = DispatchSemaphore(value: 0)
+        let sources = [SIGTERM, SIGINT].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { received.signal() }
+            source.resume()
+            return source
+        }
+        received.wait()
+        sources.forEach { $0.cancel() }
+    }
+}
+
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply pending migrations to the database and exit.")
+
+    @OptionGroup var store: StoreOptions
+
+    func run() throws {
+        let applied = try Models.migrate(databasePath: store.databasePath, migrationsFolder: try store.migrationsFolder())
+        print(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
+    }
+}
