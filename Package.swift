@@ -65,7 +65,7 @@ let package = Package(
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["API", "HTTPServer", "Models", "JSON"]
+            dependencies: ["API", "HTTPServer", "Models", "JSON", "SQLiteStore"]
         ),
     ]
 )

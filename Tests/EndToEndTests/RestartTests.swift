@@ -1,0 +1,97 @@
+import Foundation
+import JSON
+import SQLiteStore
+import Testing
+
+@Suite struct RestartTests {
+    @Test func stateObserversReadsAndCursorsSurviveARestart() throws {
+        let folder = temporaryFolder()
+        var first: TestServer? = try TestServer(folder: folder)
+        let client = first!.client
+        let id = try client.observer()
+        _ = try client.get("/truck?fields=name,orderCount", observer: id)
+        _ = try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": 2])
+        _ = try client.patch("/truck", ["name": "Renamed"])
+        #expect(try client.changes(id).json.changeList.count == 2)  // cursor moves to 3
+        _ = try client.post("/account/login", ["userName": "ada"])
+        first!.stop()
+        first = nil
+
+        let second = try TestServer(folder: folder)
+        let again = second.client
+        let truck = try again.get("/truck").json
+        #expect(truck["name"] == "Renamed")
+        #expect(truck["orderCount"] == 1)
+        #expect(try again.get("/account").json["userName"] == "ada")
+        let observer = try again.get("/observers/\(id)").json
+        #expect(observer["reads"] == ["/truck/name", "/truck/orderCount"])
+        #expect(observer["cursor"] == 3)
+        // The change log survived: polling from the start replays it.
+        #expect(try again.changes(id, since: 0).json.changePaths == ["/truck/orderCount", "/truck/name"])
+        // The implicit cursor continues where it was; new changes still arrive.
+        _ = try again.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": 1])
+        let next = try again.changes(id).json
+        #expect(next.changeList == [["seq": 6, "path": "/truck/orderCount", "op": "set", "old": 1, "new": 2]])
+    }
+
+    @Test func acknowledgedWritesSurviveKillNine() throws {
+        let folder = temporaryFolder()
+        let server = try ServerProcess(folder: folder)
+        let client = server.client
+        let id = try client.observer()
+        _ = try client.get("/truck/orderCount", observer: id)
+        var acknowledged: [String] = []
+        for i in 0..<40 {
+            let response = try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": .int(Int64(i % 9 + 1))])
+            #expect(response.status == 201)
+            if let orderID = response.json["id"]?.stringValue { acknowledged.append(orderID) }
+        }
+        server.stop(signal: SIGKILL)
+
+        let restarted = try ServerProcess(folder: folder)
+        let orders = try restarted.client.get("/truck/orders").json["orders"]?.arrayValue?.compactMap { $0["id"]?.stringValue }
+        #expect(orders == acknowledged)
+        #expect(try restarted.client.get("/truck/orderCount").json["orderCount"] == 40)
+        let changes = try restarted.client.changes(id, since: 0, extra: "&limit=1000").json
+        #expect(changes.changeList.count == 40)
+        #expect(changes.changeList.last?["new"] == 40)
+        #expect(restarted.stop() == 0)
+        let database = try SQLiteStore.Database(path: folder + "/observable.sqlite")
+        #expect(try database.integrityCheck() == "ok")
+    }
+
+    @Test func sigtermAnswersParkedLongPollsAndExitsZero() throws {
+        let folder = temporaryFolder()
+        let server = try ServerProcess(folder: folder)
+        let client = server.client
+        let id = try client.observer()
+        _ = try client.patch("/truck", ["name": "Before Stop"])
+        let connection = try TestConnection(port: server.port)
+        try connection.send("GET", "/observers/\(id)/changes?timeout=60")
+        Thread.sleep(forTimeInterval: 0.3)
+        let start = Date()
+        #expect(server.stop(signal: SIGTERM) == 0)
+        #expect(Date().timeIntervalSince(start) < 5)
+        let answer = try connection.receive()
+        #expect(answer.status == 200)
+        #expect(answer.json == ["cursor": 1, "changes": []])
+        #expect(server.log.contains("stopped"))
+    }
+
+    @Test func migrateCommandAppliesMigrationsAndExits() throws {
+        let folder = temporaryFolder()
+        let process = Process()
+        process.executableURL = ServerProcess.executable
+        process.arguments = ["migrate", "--database", folder + "/m.sqlite", "--migrations", migrationsFolder]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("0001_init"))
+        let database = try SQLiteStore.Database(path: folder + "/m.sqlite")
+        #expect(try database.rows("SELECT COUNT(*) FROM donuts").first?[0].int64 == 4)
+        #expect(try database.rows("SELECT version FROM schema_migrations").first?[0].int64 == 1)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+
+/// The built `observable-server` executable run as a child process, for
+/// what needs a real process: restarts, `kill -9`, signals.
+final class ServerProcess {
+    static var executable: URL {
+        // The test bundle and the executable are built into the same folder.
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return testBinary.deletingLastPathComponent().appendingPathComponent("observable-server")
+    }
+
+    let process = Process()
+    let logPath: String
+    private(set) var port: UInt16 = 0
+    var client: TestClient { TestClient(port: port) }
+
+    /// Starts the server on a free loopback port with its database in `folder`.
+    init(folder: String, arguments: [String] = []) throws {
+        logPath = folder + "/server-\(UUID().uuidString).log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.executableURL = Self.executable
+        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", folder + "/observable.sqlite",
+                             "--migrations", migrationsFolder] + arguments
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: logPath, encoding: .utf8),
+               let range = text.range(of: "listening on 127.0.0.1:")
+            {
+                let digits = text[range.upperBound...].prefix { $0.isNumber }
+                if let port = UInt16(digits) {
+                    self.port = port
+                    return
+                }
+            }
+            guard process.isRunning else { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        process.terminate()
+        throw TestHTTPError.io("server did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+    }
+
+    /// Sends `signal` and waits for the process to exit; returns its status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM, within seconds: Double = 10) -> Int32? {
+        kill(process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        guard !process.isRunning else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
