@@ -1,0 +1,70 @@
+import ModelObservation
+import Testing
+
+final class Waiter: ChangeWaiter {}
+
+@Suite struct ObservationRegistryTests {
+    func change(_ seq: Int64, _ path: String, transaction: Int64? = nil) -> Change {
+        PendingChange.set(path, old: "0", new: "1").committed(seq: seq, transaction: transaction ?? seq)
+    }
+
+    @Test func changeReachesOnlyObserversThatReadItsKeyBeforeIt() {
+        let registry = ObservationRegistry(retain: 100)
+        registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+        registry.add(ObserverSnapshot(id: "b", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+        _ = registry.track("a", keys: [PropertyKey("/x")], at: 0, now: 0)
+        _ = registry.track("b", keys: [PropertyKey("/y")], at: 0, now: 0)
+        let waiterA = Waiter()
+        let waiterB = Waiter()
+        _ = registry.poll("a", since: 0, limit: 10, now: 0) { waiterA }
+        _ = registry.poll("b", since: 0, limit: 10, now: 0) { waiterB }
+        let woken = registry.publish([change(1, "/x")])
+        #expect(woken.map(\.observer) == ["a"])
+        #expect(woken.first?.waiter === waiterA)
+        #expect(registry.readers(of: PropertyKey("/x")) == ["a"])
+    }
+
+    @Test func readAfterAChangeDoesNotReceiveIt() {
+        let registry = ObservationRegistry(retain: 100)
+        registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+        _ = registry.publish([change(1, "/x")])
+        _ = registry.track("a", keys: [PropertyKey("/x")], at: 1, now: 0)
+        guard case .changes(let changes, let cursor) = registry.poll("a", since: 0, limit: 10, now: 0).poll else {
+            Issue.record("expected changes")
+            return
+        }
+        #expect(changes.isEmpty)
+        #expect(cursor == 1)
+    }
+
+    @Test func retentionDropsOldChangesAndOldCursorsAreGone() {
+        let registry = ObservationRegistry(retain: 2)
+        registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+        _ = registry.publish([change(1, "/x"), change(2, "/x"), change(3, "/x")])
+        #expect(registry.oldestAvailableSeq == 1)
+        if case .gone = registry.poll("a", since: 0, limit: 10, now: 0).poll {} else { Issue.record("expected gone") }
+        if case .changes = registry.poll("a", since: 1, limit: 10, now: 0).poll {} else { Issue.record("expected changes") }
+        if case .ahead = registry.poll("a", since: 4, limit: 10, now: 0).poll {} else { Issue.record("expected ahead") }
+    }
+
+    @Test func expiryDropsIdleObserversButNotParkedOnes() {
+        let registry = ObservationRegistry(retain: 10)
+        registry.add(ObserverSnapshot(id: "idle", cursor: 0, ttlSeconds: 5, lastUsed: 0))
+        registry.add(ObserverSnapshot(id: "parked", cursor: 0, ttlSeconds: 5, lastUsed: 0))
+        _ = registry.track("idle", keys: [PropertyKey("/x")], at: 0, now: 0)
+        _ = registry.poll("parked", since: 0, limit: 10, now: 0) { Waiter() }
+        #expect(registry.expire(now: 4).isEmpty)
+        #expect(registry.expire(now: 6) == ["idle"])
+        #expect(registry.readers(of: PropertyKey("/x")).isEmpty)
+        #expect(registry.observer("parked") != nil)
+    }
+
+    @Test func tooManyReadsAreRefused() {
+        let registry = ObservationRegistry(retain: 10, maxReadsPerObserver: 2)
+        registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+        if case .tooManyReads = registry.track("a", keys: ["/1", "/2", "/3"].map(PropertyKey.init), at: 0, now: 0) {} else {
+            Issue.record("expected tooManyReads")
+        }
+        #expect(registry.observer("a")?.reads.isEmpty == true)
+    }
+}
