@@ -45,6 +45,7 @@ public final class Application: Sendable {
 
     public func start() throws {
         try daemon.start()
+        store.startBackgroundWork()
         running.store(true, ordering: .releasing)
         let interval = configuration.housekeepingInterval
         let thread = Thread { [self] in
@@ -64,6 +65,7 @@ public final class Application: Sendable {
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         daemon.stop()
+        store.stopBackgroundWork()
         let deadline = Date().addingTimeInterval(configuration.housekeepingInterval + 2)
         while !housekeepingDone.withLock({ $0 }) && Date() < deadline {
             Thread.sleep(forTimeInterval: 0.01)

@@ -43,6 +43,10 @@ public final class ObservableAPI: Sendable {
         addObserverRoutes(to: router)
         addFoodTruckRoutes(to: router)
         addAccountRoutes(to: router)
+        addDotGridRoutes(to: router)
+        addJobsRoutes(to: router)
+        addMemoryGameRoutes(to: router)
+        addPostsRoutes(to: router)
         return router.buildResponder(metrics: metrics)
     }
 

@@ -6,6 +6,10 @@ public struct ModelState: Sendable {
     public internal(set) var seq: Int64
     public internal(set) var truck: Truck
     public internal(set) var account: Account
+    public internal(set) var grid: DotGrid
+    public internal(set) var jobs: Jobs
+    public internal(set) var games: MemoryGames
+    public internal(set) var posts: Posts
     var nextPosition: Int64
 
     /// Computed properties by path. After each write, every one whose value

@@ -141,7 +141,10 @@ public final class Store: Sendable {
         let userName = try database.rows("SELECT user_name FROM account WHERE id = 1").first?[0].string
         let seq = try database.rows("SELECT COALESCE(MAX(seq), 0) FROM changes").first?[0].int64 ?? 0
         return ModelState(seq: seq, truck: Truck(name: name, donuts: donuts, orders: orders),
-                          account: Account(userName: userName), nextPosition: maxPosition + 1)
+                          account: Account(userName: userName),
+                          grid: try DotGrid.load(database), jobs: try Jobs.load(database),
+                          games: try MemoryGames.load(database), posts: try Posts.load(database),
+                          nextPosition: maxPosition + 1)
     }
 
     private static func loadObservation(_ database: Database, into registry: ObservationRegistry, retain: Int, lastSeq: Int64) throws {

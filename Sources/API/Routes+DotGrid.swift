@@ -1,0 +1,3 @@
+extension ObservableAPI {
+    func addDotGridRoutes(to router: Router) {}
+}

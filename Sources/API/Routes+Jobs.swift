@@ -1,0 +1,3 @@
+extension ObservableAPI {
+    func addJobsRoutes(to router: Router) {}
+}

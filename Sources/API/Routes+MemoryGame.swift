@@ -1,0 +1,3 @@
+extension ObservableAPI {
+    func addMemoryGameRoutes(to router: Router) {}
+}

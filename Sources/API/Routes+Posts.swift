@@ -1,0 +1,3 @@
+extension ObservableAPI {
+    func addPostsRoutes(to router: Router) {}
+}
