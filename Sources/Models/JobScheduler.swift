@@ -1,0 +1,194 @@
+import Foundation
+import Synchronization
+
+/// Advances server-driven jobs from one thread, whatever their number.
+///
+/// Jobs wait in a min-heap of due times. The thread sleeps until the
+/// earliest is due, then hands every job due by then to `advance` as one
+/// batch (which the store commits as one transaction) and puts back those
+/// still running, one interval later. Ticks are at least
+/// `minimumTickSpacing` apart so that many jobs with staggered due times
+/// share transactions instead of each taking its own.
+final class JobScheduler: Sendable {
+    /// Advances the jobs with these ids; returns the ids still running.
+    typealias Advance = @Sendable ([String]) -> Set<String>
+
+    static let minimumTickSpacing: UInt64 = 10_000_000  // nanoseconds, the shortest interval
+
+    private struct Entry: Comparable {
+        let due: UInt64  // monotonic nanoseconds
+        let id: String
+
+        static func < (a: Entry, b: Entry) -> Bool { a.due < b.due }
+    }
+
+    private enum Phase {
+        case idle, running, stopped
+    }
+
+    private struct Queue {
+        var heap = MinHeap<Entry>()
+        /// The due time and interval of every scheduled job; a heap entry
+        /// whose due time differs is stale (its job was cancelled or rescheduled).
+        var scheduled: [String: (due: UInt64, interval: UInt64)] = [:]
+        var notBefore: UInt64 = 0
+        var phase = Phase.idle
+    }
+
+    private enum Step {
+        case stop
+        case wait(until: UInt64?)
+        case tick([Entry])
+    }
+
+    private let queue = Mutex(Queue())
+    /// Signalled when the earliest due time moves earlier, or to stop.
+    private let wakeup = DispatchSemaphore(value: 0)
+    /// Signalled by the thread when it has finished.
+    private let finished = DispatchSemaphore(value: 0)
+
+    static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Starts the thread; jobs scheduled before start wait for it.
+    func start(advance: @escaping Advance) {
+        let begin = queue.withLock { queue -> Bool in
+            guard queue.phase == .idle else { return false }
+            queue.phase = .running
+            return true
+        }
+        guard begin else { return }
+        let thread = Thread { [self] in
+            run(advance)
+            finished.signal()
+        }
+        thread.name = "observable.jobs"
+        thread.start()
+    }
+
+    /// Stops the thread promptly, after the tick in flight (if any) has
+    /// committed. Jobs scheduled afterwards are not advanced.
+    func stop() {
+        let wasRunning = queue.withLock { queue -> Bool in
+            defer { queue.phase = .stopped }
+            return queue.phase == .running
+        }
+        guard wasRunning else { return }
+        wakeup.signal()
+        finished.wait()
+    }
+
+    /// Advances job `id` every `intervalMs`, the first time one interval from
+    /// now. Scheduling a job already scheduled changes nothing.
+    func schedule(_ id: String, intervalMs: Int64) {
+        let interval = UInt64(intervalMs) * 1_000_000
+        let due = Self.now + interval
+        let isEarliest = queue.withLock { queue -> Bool in
+            guard queue.scheduled[id] == nil, queue.phase != .stopped else { return false }
+            let earliest = queue.heap.min?.due
+            queue.scheduled[id] = (due, interval)
+            queue.heap.insert(Entry(due: due, id: id))
+            return earliest.map { due < $0 } ?? true
+        }
+        if isEarliest { wakeup.signal() }
+    }
+
+    /// Stops advancing job `id`.
+    func unschedule(_ id: String) {
+        queue.withLock { _ = $0.scheduled.removeValue(forKey: id) }
+    }
+
+    /// The number of jobs waiting for their next advance.
+    var scheduledCount: Int { queue.withLock { $0.scheduled.count } }
+
+    private func run(_ advance: Advance) {
+        while true {
+            switch nextStep() {
+            case .stop:
+                return
+            case .wait(let deadline):
+                if let deadline {
+                    _ = wakeup.wait(timeout: DispatchTime(uptimeNanoseconds: deadline))
+                } else {
+                    wakeup.wait()
+                }
+            case .tick(let entries):
+                guard !entries.isEmpty else { continue }
+                let running = advance(entries.map(\.id))
+                reschedule(entries, running: running)
+            }
+        }
+    }
+
+    private func nextStep() -> Step {
+        queue.withLock { queue -> Step in
+            guard queue.phase == .running else { return .stop }
+            // Drop stale entries so the earliest one is real.
+            while let first = queue.heap.min, queue.scheduled[first.id]?.due != first.due {
+                _ = queue.heap.removeMin()
+            }
+            guard let first = queue.heap.min else { return .wait(until: nil) }
+            let now = Self.now
+            let start = max(first.due, queue.notBefore)
+            guard start <= now else { return .wait(until: start) }
+            var due: [Entry] = []
+            while let entry = queue.heap.min, entry.due <= now {
+                _ = queue.heap.removeMin()
+                if queue.scheduled[entry.id]?.due == entry.due { due.append(entry) }
+            }
+            queue.notBefore = now + Self.minimumTickSpacing
+            return .tick(due)
+        }
+    }
+
+    private func reschedule(_ entries: [Entry], running: Set<String>) {
+        let now = Self.now
+        queue.withLock { queue in
+            for entry in entries {
+                guard let scheduled = queue.scheduled[entry.id], scheduled.due == entry.due else { continue }
+                guard running.contains(entry.id) else {
+                    queue.scheduled[entry.id] = nil
+                    continue
+                }
+                // Keep the cadence; a tick that ran late does not pile up catch-up ticks.
+                let due = max(entry.due + scheduled.interval, now)
+                queue.scheduled[entry.id] = (due, scheduled.interval)
+                queue.heap.insert(Entry(due: due, id: entry.id))
+            }
+        }
+    }
+}
+
+/// A binary min-heap.
+private struct MinHeap<Element: Comparable> {
+    private var elements: [Element] = []
+
+    var min: Element? { elements.first }
+    var count: Int { elements.count }
+
+    mutating func insert(_ element: Element) {
+        elements.append(element)
+        var child = elements.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard elements[child] < elements[parent] else { break }
+            elements.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeMin() -> Element? {
+        guard !elements.isEmpty else { return nil }
+        elements.swapAt(0, elements.count - 1)
+        let min = elements.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < elements.count && elements[left] < elements[smallest] { smallest = left }
+            if right < elements.count && elements[right] < elements[smallest] { smallest = right }
+            guard smallest != parent else { return min }
+            elements.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}
