@@ -1,3 +1,40 @@
+import HTTPServer
+import Models
+
 extension ObservableAPI {
-    func addMemoryGameRoutes(to router: Router) {}
+    func addMemoryGameRoutes(to router: Router) {
+        router.get("/games") { [self] context in
+            try read(context, fields: MemoryGame.fields) { state, fields in state.games.list(fields) }
+        }
+        router.post("/games") { [self] context in
+            let body = try RequestBody(context.request, allowed: ["pairs", "seed"])
+            guard let pairs = try body.integer("pairs") else { throw APIError(422, "pairs is required") }
+            let game = try store.createGame(pairs: pairs, seed: try body.integer("seed"))
+            return Self.written(game.representation().json, status: 201, location: game.path)
+        }
+        router.get("/games/:id") { [self] context in
+            let id = context.parameter("id")
+            return try read(context, fields: MemoryGame.fields) { state, fields in
+                guard let game = state.games[id] else { throw APIError(404, "no game \(id)") }
+                return game.representation(fields)
+            }
+        }
+        router.delete("/games/:id") { [self] context in
+            try store.deleteGame(context.parameter("id"), ifMatch: context.request.header("If-Match"))
+            return Self.noContent
+        }
+        router.get("/games/:id/cards/:cardId") { [self] context in
+            let id = context.parameter("id"), cardId = context.parameter("cardId")
+            return try read(context, fields: Card.fields) { state, fields in
+                guard let game = state.games[id] else { throw APIError(404, "no game \(id)") }
+                guard let card = game.cards[cardId] else { throw APIError(404, "no card \(cardId) in game \(id)") }
+                return card.representation(fields)
+            }
+        }
+        router.post("/games/:id/cards/:cardId/choose") { [self] context in
+            _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
+            let game = try store.chooseCard(context.parameter("cardId"), in: context.parameter("id"))
+            return Self.written(game.representation().json)
+        }
+    }
 }
