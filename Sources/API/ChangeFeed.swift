@@ -49,7 +49,9 @@ final class ChangeFeed: Sendable {
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
                 registry.withdraw(waiter, of: observer)
-                return self.answer(waiter)
+                let response = self.answer(waiter)
+                metrics.recordRequest(route: Self.route, status: response.status)
+                return response
             }) else { return nil }
             waiter.parked.withLock { $0 = parked }
             return waiter

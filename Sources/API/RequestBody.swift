@@ -54,7 +54,10 @@ struct RequestBody {
         guard let value = object[key] else { return nil }
         switch value {
         case .int(let i): return i
-        case .double(let d) where d.rounded() == d: throw APIError(422, "\(key) is out of range")
+        case .double(let d) where d.rounded() == d:
+            // 2.0 is the integer 2; 1e30 is an integer no field accepts.
+            guard abs(d) < 9.0e15 else { throw APIError(422, "\(key) is out of range") }
+            return Int64(d)
         default: throw APIError(400, "\(key) must be an integer, not \(value.typeName == "number" ? "a fraction" : value.typeName)")
         }
     }

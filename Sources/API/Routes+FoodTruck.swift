@@ -9,8 +9,7 @@ extension ObservableAPI {
         }
         router.patch("/truck") { [self] context in
             let body = try RequestBody(context.request, allowed: ["name"])
-            guard let name = try body.string("name") else { throw APIError(422, "name is required") }
-            let truck = try store.renameTruck(to: name, ifMatch: context.request.header("If-Match"))
+            let truck = try store.renameTruck(to: try body.string("name"), ifMatch: context.request.header("If-Match"))
             return Self.written(truck.representation().json)
         }
         router.get("/truck/orderCount") { [self] context in

@@ -22,7 +22,7 @@ extension ObservableAPI {
             guard store.registry.touch(id, now: Clock.now), let observer = store.registry.observer(id) else {
                 throw APIError(404, "no observer \(id)")
             }
-            return .response(Self.json(JSONWriter.bytes(Self.json(observer)), request: context.request))
+            return .response(Self.json(JSONWriter.bytes(Self.json(observer)), request: context.request, cursor: store.registry.lastSeq))
         }
         router.delete("/observers/:id") { [self] context in
             let waiter = try store.deleteObserver(context.parameter("id"))

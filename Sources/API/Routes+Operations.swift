@@ -3,8 +3,10 @@ import HTTPServer
 extension ObservableAPI {
     func addOperationRoutes(to router: Router) {
         router.get("/healthz") { [self] context in
-            let body = #"{"status":"ok","seq":\#(store.registry.lastSeq)}"#
+            let seq = store.registry.lastSeq
+            let body = #"{"status":"ok","seq":\#(seq)}"#
             var response = HTTPResponse(status: 200, body: Array(body.utf8))
+            response.setHeader("Observation-Cursor", String(seq))
             response.setHeader("Content-Type", "application/json")
             response.setHeader("Cache-Control", "no-store")
             return .response(response)
@@ -18,6 +20,7 @@ extension ObservableAPI {
                 ("observable_change_seq", "Seq of the newest committed change.", store.registry.lastSeq),
             ])
             var response = HTTPResponse(status: 200, body: Array(text.utf8))
+            response.setHeader("Observation-Cursor", String(store.registry.lastSeq))
             response.setHeader("Content-Type", "text/plain; version=0.0.4")
             response.setHeader("Cache-Control", "no-store")
             return .response(response)

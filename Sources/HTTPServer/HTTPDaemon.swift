@@ -195,7 +195,7 @@ public final class HTTPDaemon: Sendable {
             inFlight.add(1, ordering: .relaxed)
             if let length = lookup(connection, .HEADER_KIND, "Content-Length"), let size = Int(length), size > configuration.maxBody {
                 context.bodyTooLarge = true
-                return send(Problem.response(413, "Payload Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
+                return send(Problem.response(413, "Content Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
             }
             return .YES
         }
@@ -220,7 +220,7 @@ public final class HTTPDaemon: Sendable {
         }
         if context.answered { return .YES }
         if context.bodyTooLarge {
-            return send(Problem.response(413, "Payload Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
+            return send(Problem.response(413, "Content Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
         }
         let request = HTTPRequest(
             method: context.method,

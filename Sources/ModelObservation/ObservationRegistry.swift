@@ -99,6 +99,7 @@ public final class ObservationRegistry: Sendable {
             Self.unindex(observer, in: &s)
             s.observers[id]!.reads = [:]
             s.observers[id]!.lastUsed = now
+            s.dirty.insert(id)
             return true
         }
     }

@@ -32,13 +32,13 @@ extension Store {
         }
     }
 
-    /// Renames the truck.
-    public func renameTruck(to name: String, ifMatch: String? = nil) throws -> Truck {
+    /// Renames the truck; without a name (an empty patch) nothing changes.
+    public func renameTruck(to name: String?, ifMatch: String? = nil) throws -> Truck {
         try Self.validateText(name, "name")
         return try write { tx in
             try tx.require(ifMatch: ifMatch, current: tx.state.truck.representation())
             let old = tx.state.truck.name
-            guard old != name else { return tx.state.truck }
+            guard let name, old != name else { return tx.state.truck }
             try tx.execute("UPDATE truck SET name = ? WHERE id = 1", [.text(name)])
             tx.state.truck.name = name
             tx.set(Truck.path + "/name", old: .string(old), new: .string(name))

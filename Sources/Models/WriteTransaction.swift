@@ -48,7 +48,8 @@ public struct WriteTransaction: ~Copyable {
         let tags = ifMatch.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         if tags.contains("*") { return }
         let etag = current.etag
-        guard tags.contains(where: { $0 == etag || $0 == "W/" + etag }) else {
+        // If-Match compares strongly (RFC 9110): weak tags never match.
+        guard tags.contains(etag) else {
             throw ModelError(.preconditionFailed, "If-Match \(ifMatch) does not match the current version \(etag)")
         }
     }

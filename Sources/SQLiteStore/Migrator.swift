@@ -71,10 +71,16 @@ public struct Migrator {
         return names
     }
 
+    /// The running executable's path (found through `/proc/self/exe`, so a
+    /// binary started by bare name through `PATH` is found too).
+    public static var executablePath: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
     /// Finds the migrations folder: `explicit` when given; otherwise
     /// `./migrations`, then a `migrations` or `share/observable-server/migrations`
     /// folder beside the executable or in any folder above it.
-    public static func locateFolder(explicit: String?, executablePath: String = CommandLine.arguments[0]) -> String? {
+    public static func locateFolder(explicit: String?, executablePath: String = Migrator.executablePath) -> String? {
         if let explicit { return explicit }
         let fm = FileManager.default
         func isFolder(_ path: String) -> Bool {

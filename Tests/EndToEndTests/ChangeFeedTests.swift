@@ -14,6 +14,7 @@ import Testing
         #expect(poll.status == 200)
         #expect(poll.json == ["cursor": 0, "changes": []])
         #expect(elapsed >= 0.95 && elapsed < 3, "answered after \(elapsed) s")
+        #expect(try client.get("/metrics").text.contains(#"observable_http_requests_total{route="/observers/:id/changes",status="200"} 1"#))
     }
 
     @Test func parkedLongPollAnswersWhenAChangeItReadCommits() throws {
