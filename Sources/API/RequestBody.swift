@@ -62,6 +62,16 @@ struct RequestBody {
         }
     }
 
+    /// A number field (integer or fraction); nil when absent.
+    func number(_ key: String) throws -> Double? {
+        switch object[key] {
+        case nil: return nil
+        case .int(let value)?: return Double(value)
+        case .double(let value)?: return value
+        case let value?: throw APIError(400, "\(key) must be a number, not \(value.typeName)")
+        }
+    }
+
     func bool(_ key: String) throws -> Bool? {
         guard let value = object[key] else { return nil }
         guard let bool = value.boolValue else { throw APIError(400, "\(key) must be a boolean, not \(value.typeName)") }

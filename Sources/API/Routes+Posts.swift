@@ -10,7 +10,7 @@ extension ObservableAPI {
         router.post("/posts") { [self] context in
             let body = try RequestBody(context.request, allowed: ["imageURL", "height"])
             guard let imageURL = try body.string("imageURL") else { throw APIError(422, "imageURL is required") }
-            guard let height = try Self.number(body, "height") else { throw APIError(422, "height is required") }
+            guard let height = try body.number("height") else { throw APIError(422, "height is required") }
             let post = try store.addPost(imageURL: imageURL, height: height)
             return Self.written(post.representation().json, status: 201, location: post.path)
         }
@@ -37,15 +37,6 @@ extension ObservableAPI {
     }
 
     /// A number field, integer or fraction; nil when absent.
-    static func number(_ body: RequestBody, _ key: String) throws -> Double? {
-        switch body.object[key] {
-        case nil: return nil
-        case .int(let value)?: return Double(value)
-        case .double(let value)?: return value
-        case let value?: throw APIError(400, "\(key) must be a number, not \(value.typeName)")
-        }
-    }
-
     /// `columns=` of a staggered view: an integer from 1 to 12, 2 when absent.
     static func columns(_ parameter: String?) throws -> Int {
         guard let parameter else { return Posts.defaultColumns }

@@ -48,10 +48,6 @@ public struct Jobs: Sendable {
 
     public internal(set) var all: OrderedDictionary<String, Job>
     var nextPosition: Int64
-    /// The one scheduler that advances this store's server-driven jobs. It
-    /// rides along with the jobs' state because each store loads its jobs
-    /// exactly once; copies of the state share it.
-    let scheduler: JobScheduler
 
     public subscript(id: String) -> Job? { all[id] }
 
@@ -71,6 +67,6 @@ public struct Jobs: Sendable {
             all[job.id] = job
             maxPosition = max(maxPosition, job.position)
         }
-        return Jobs(all: all, nextPosition: maxPosition + 1, scheduler: JobScheduler())
+        return Jobs(all: all, nextPosition: maxPosition + 1)
     }
 }

@@ -10,6 +10,7 @@ public struct ModelState: Sendable {
     public internal(set) var jobs: Jobs
     public internal(set) var games: MemoryGames
     public internal(set) var posts: Posts
+    /// The next creation-order position of donuts, orders and posts.
     var nextPosition: Int64
 
     /// Computed properties by path. After each write, every one whose value

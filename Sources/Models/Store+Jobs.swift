@@ -27,7 +27,7 @@ extension Store {
             tx.insert(into: Jobs.path, element: job.representation())
             return job
         }
-        if let intervalMs { state.jobs.scheduler.schedule(job.id, intervalMs: intervalMs) }
+        if let intervalMs { jobScheduler.schedule(job.id, intervalMs: intervalMs) }
         return job
     }
 
@@ -55,7 +55,7 @@ extension Store {
             tx.state.jobs.all[id] = nil
             tx.remove(from: Jobs.path, element: job.representation())
         }
-        state.jobs.scheduler.unschedule(id)
+        jobScheduler.unschedule(id)
     }
 
     /// Advances the server-driven jobs `ids` by their step, all in one
@@ -82,17 +82,16 @@ extension Store {
     /// Starts advancing the server-driven jobs, including those that were
     /// running when the server last stopped, from their persisted progress.
     public func startBackgroundWork() {
-        let jobs = state.jobs
-        jobs.scheduler.start { [weak self] ids in self?.advanceJobs(ids) ?? [] }
-        for job in jobs.all.values where !job.isComplete {
-            if let intervalMs = job.intervalMs { jobs.scheduler.schedule(job.id, intervalMs: intervalMs) }
+        jobScheduler.start { [weak self] ids in self?.advanceJobs(ids) ?? [] }
+        for job in state.jobs.all.values where !job.isComplete {
+            if let intervalMs = job.intervalMs { jobScheduler.schedule(job.id, intervalMs: intervalMs) }
         }
     }
 
     /// Stops advancing jobs, after the tick in flight has committed; called
     /// before the database closes.
     public func stopBackgroundWork() {
-        state.jobs.scheduler.stop()
+        jobScheduler.stop()
     }
 }
 

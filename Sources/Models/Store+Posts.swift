@@ -32,7 +32,7 @@ extension Store {
             // The shared position counter starts after the donuts and orders
             // when the state is loaded; staying after the last post keeps
             // creation order across restarts whatever it starts from.
-            let position = max(tx.takePosition(), tx.state.posts.lastPosition + 1)
+            let position = tx.takePosition()
             let post = Post(id: UUID().uuidString.lowercased(), imageURL: imageURL, height: height, position: position)
             try tx.execute("INSERT INTO posts (id, position, image_url, height) VALUES (?, ?, ?, ?)",
                            [.text(post.id), .integer(position), .text(imageURL), .real(height)])

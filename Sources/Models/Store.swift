@@ -33,6 +33,8 @@ public final class Store: Sendable {
     let writer: Mutex<Database>
     private let current: Mutex<ModelState>
     private let wake: Mutex<Wake?>
+    /// Advances the jobs the server drives, from one thread.
+    let jobScheduler = JobScheduler()
     let logger: Logger
 
     /// Opens the database, applies pending migrations and loads the state.
@@ -138,12 +140,14 @@ public final class Store: Sendable {
             orders[order.id] = order
             maxPosition = max(maxPosition, order.position)
         }
+        let posts = try Posts.load(database)
+        maxPosition = max(maxPosition, posts.lastPosition)
         let userName = try database.rows("SELECT user_name FROM account WHERE id = 1").first?[0].string
         let seq = try database.rows("SELECT COALESCE(MAX(seq), 0) FROM changes").first?[0].int64 ?? 0
         return ModelState(seq: seq, truck: Truck(name: name, donuts: donuts, orders: orders),
                           account: Account(userName: userName),
                           grid: try DotGrid.load(database), jobs: try Jobs.load(database),
-                          games: try MemoryGames.load(database), posts: try Posts.load(database),
+                          games: try MemoryGames.load(database), posts: posts,
                           nextPosition: maxPosition + 1)
     }
 

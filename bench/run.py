@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Runs observable-server and the C reference side by side on this machine and
+prints a table: requests per second, p99 latency and server CPU per request
+for each scenario, ours as a fraction of the reference, durable writes with
+synchronous NORMAL and FULL, and the long-poll fan-out figures."""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "bench", "out")
+OURS = os.path.join(ROOT, ".build", "release", "observable-server")
+REFERENCE = os.path.join(OUT, "reference")
+GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_up(port, process, seconds=20):
+    end = time.time() + seconds
+    while time.time() < end:
+        if process.poll() is not None:
+            raise SystemExit(f"server on {port} exited")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
+            return
+        except Exception:
+            time.sleep(0.05)
+    raise SystemExit(f"server on {port} did not start")
+
+
+class Server:
+    def __init__(self, kind, port, folder, synchronous="normal"):
+        self.kind, self.port = kind, port
+        database = os.path.join(folder, f"{kind}-{synchronous}-{port}.sqlite")
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(database + suffix):
+                os.remove(database + suffix)
+        if kind == "ours":
+            command = [OURS, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", database,
+                       "--migrations", os.path.join(ROOT, "migrations"), "--synchronous", synchronous, "--log-level", "warning"]
+        else:
+            command = [REFERENCE, str(port), database, os.path.join(ROOT, "migrations", "0001_init.sql"), synchronous]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_up(port, self.process)
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def parse_latency(text):
+    match = re.search(r"99%\s+([\d.]+)(us|ms|s)", text)
+    if not match:
+        return float("nan")
+    value, unit = float(match.group(1)), match.group(2)
+    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+
+def wrk(server, path, seconds, connections, script=None, headers=()):
+    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    for header in headers:
+        command += ["-H", header]
+    if script:
+        command += ["-s", os.path.join(ROOT, "bench", "wrk", script)]
+    command.append(f"http://127.0.0.1:{server.port}{path}")
+    before = cpu_seconds(server.pid)
+    text = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    cpu = cpu_seconds(server.pid) - before
+    requests = int(re.search(r"(\d+) requests in", text).group(1))
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    return {"rps": rps, "p99_ms": parse_latency(text), "cpu_us": cpu / max(requests, 1) * 1e6,
+            "requests": requests, "non2xx": int(errors.group(1)) if errors else 0}
+
+
+def observer_header(port):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/observers", data=b"{}", method="POST")
+    observer = json.loads(urllib.request.urlopen(request).read())["id"]
+    return f"Observer: {observer}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=10, help="duration of each wrk run")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--observers", default="1000,10000", help="long-poll fan-out sizes, comma separated ('' to skip)")
+    parser.add_argument("--skip-durable", action="store_true")
+    args = parser.parse_args()
+    folder = tempfile.mkdtemp(prefix="observable-bench-")
+    results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}, "throughput": [], "durable": [], "longpoll": []}
+
+    scenarios = [
+        ("GET /truck/orderCount", "/truck/orderCount", None, False, "GET /truck/orderCount"),
+        ("GET /grid", "/grid", None, False, None),
+        ("GET /truck + Observer", "/truck", None, True, "GET /truck"),
+        ("POST /truck/orders", "/truck/orders", "post_order.lua", False, "POST /truck/orders"),
+        ("PATCH /truck/donuts/{id}", "/truck/donuts/x", "patch_donut.lua", False, "PATCH /truck/donuts/{id}"),
+    ]
+    ours = Server("ours", 18401, folder)
+    reference = Server("reference", 18402, folder)
+    try:
+        for name, path, script, with_observer, reference_name in scenarios:
+            headers = [observer_header(ours.port)] if with_observer else []
+            row = {"scenario": name, "ours": wrk(ours, path, args.seconds, args.connections, script, headers)}
+            if reference_name:
+                row["reference"] = wrk(reference, path, args.seconds, args.connections, script)
+                row["ratio"] = row["ours"]["rps"] / row["reference"]["rps"]
+            results["throughput"].append(row)
+    finally:
+        ours.stop()
+        reference.stop()
+
+    if not args.skip_durable:
+        for synchronous in ("normal", "full"):
+            ours = Server("ours", 18403, folder, synchronous)
+            reference = Server("reference", 18404, folder, synchronous)
+            try:
+                row = {"synchronous": synchronous,
+                       "ours": wrk(ours, "/truck/orders", args.seconds, 64, "post_order.lua"),
+                       "reference": wrk(reference, "/truck/orders", args.seconds, 64, "post_order.lua")}
+                row["ratio"] = row["ours"]["rps"] / row["reference"]["rps"]
+                results["durable"].append(row)
+            finally:
+                ours.stop()
+                reference.stop()
+
+    for n in [int(x) for x in args.observers.split(",") if x]:
+        ours = Server("ours", 18405, folder)
+        try:
+            text = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "longpoll.py"), "--port", str(ours.port),
+                                   "--pid", str(ours.pid), "--observers", str(n)], capture_output=True, text=True, timeout=600)
+            if text.returncode != 0:
+                print(text.stderr, file=sys.stderr)
+                raise SystemExit("long-poll bench failed")
+            results["longpoll"].append(json.loads(text.stdout))
+        finally:
+            ours.stop()
+
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    shutil.rmtree(folder, ignore_errors=True)
+    print_table(results)
+
+
+def print_table(results):
+    print(f"\nmachine: {results['machine']['cores']} cores, Linux {results['machine']['kernel']}")
+    print(f"\n{'scenario':28} {'ours req/s':>11} {'p99 ms':>8} {'CPU us/req':>10} | {'ref req/s':>10} {'p99 ms':>8} {'CPU us/req':>10} | {'ratio':>6} {'CPU ratio':>9}")
+    for row in results["throughput"]:
+        o = row["ours"]
+        line = f"{row['scenario']:28} {o['rps']:>11.0f} {o['p99_ms']:>8.2f} {o['cpu_us']:>10.1f} |"
+        if "reference" in row:
+            r = row["reference"]
+            line += f" {r['rps']:>10.0f} {r['p99_ms']:>8.2f} {r['cpu_us']:>10.1f} | {row['ratio']:>6.2f} {r['cpu_us'] / o['cpu_us']:>9.2f}"
+        if o["non2xx"]:
+            line += f"  ({o['non2xx']} non-2xx)"
+        print(line)
+    for row in results["durable"]:
+        o, r = row["ours"], row["reference"]
+        print(f"{'POST orders, 64 conns, ' + row['synchronous']:28} {o['rps']:>11.0f} {o['p99_ms']:>8.2f} {o['cpu_us']:>10.1f} |"
+              f" {r['rps']:>10.0f} {r['p99_ms']:>8.2f} {r['cpu_us']:>10.1f} | {row['ratio']:>6.2f} {r['cpu_us'] / o['cpu_us']:>9.2f}")
+    for row in results["longpoll"]:
+        print(f"\nlong-poll fan-out, {row['observers']} parked observers:")
+        print(f"  server RSS per parked long-poll   {row['rss_per_parked_kib']} KiB ({row['rss_before_mib']} -> {row['rss_parked_mib']} MiB)")
+        print(f"  wake-ups by a change nobody read  {row['spurious_wakeups']}")
+        print(f"  change read by one observer       p50 {row['single_wake_ms']['p50']} ms, p99 {row['single_wake_ms']['p99']} ms")
+        print(f"  change read by all                p50 {row['all_wake_ms']['p50']} ms, p99 {row['all_wake_ms']['p99']} ms, max {row['all_wake_ms']['max']} ms")
+        print(f"  server CPU per unread change      {row['cpu_per_unread_change_us_with_n_parked']} us with {row['observers']} parked,"
+              f" {row['cpu_per_unread_change_us_with_10_parked']} us with 10 parked")
+
+
+if __name__ == "__main__":
+    main()
