@@ -42,6 +42,7 @@ let package = Package(
             dependencies: [
                 "ModelObservation", "SQLiteStore", "JSON",
                 .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -63,6 +64,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["API", "HTTPServer", "Models", "JSON", "SQLiteStore"]

@@ -70,8 +70,8 @@ public struct Truck: Sendable, Equatable {
     public static let fields = ["name", "donuts", "orders", "orderCount"]
 
     public var name: String
-    public var donuts: OrderedDictionary<String, Donut>
-    public var orders: OrderedDictionary<String, Order>
+    public var donuts: PersistentOrderedDictionary<String, Donut>
+    public var orders: PersistentOrderedDictionary<String, Order>
 
     /// Computed: the number of orders.
     public var orderCount: Int64 { Int64(orders.count) }

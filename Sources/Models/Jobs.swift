@@ -46,7 +46,7 @@ public struct Job: Sendable, Equatable {
 public struct Jobs: Sendable {
     public static let path = "/jobs"
 
-    public internal(set) var all: OrderedDictionary<String, Job>
+    public internal(set) var all: PersistentOrderedDictionary<String, Job>
     var nextPosition: Int64
 
     public subscript(id: String) -> Job? { all[id] }
@@ -59,7 +59,7 @@ public struct Jobs: Sendable {
     }
 
     static func load(_ database: Database) throws -> Jobs {
-        var all = OrderedDictionary<String, Job>()
+        var all = PersistentOrderedDictionary<String, Job>()
         var maxPosition: Int64 = 0
         for row in try database.rows("SELECT id, position, current, total, step, interval_ms FROM jobs ORDER BY position") {
             let job = Job(id: row[0].string ?? "", current: row[2].int64 ?? 0, total: row[3].int64 ?? 1,

@@ -38,7 +38,7 @@ public struct MemoryGame: Sendable, Equatable {
 
     public let id: String
     /// The cards in their places on the table.
-    public internal(set) var cards: OrderedDictionary<String, Card>
+    public internal(set) var cards: PersistentOrderedDictionary<String, Card>
     let position: Int64
 
     public var path: String { MemoryGames.path + "/" + id }
@@ -80,7 +80,7 @@ public struct MemoryGame: Sendable, Equatable {
 public struct MemoryGames: Sendable {
     public static let path = "/games"
 
-    public internal(set) var all: OrderedDictionary<String, MemoryGame>
+    public internal(set) var all: PersistentOrderedDictionary<String, MemoryGame>
     var nextPosition: Int64
 
     public subscript(id: String) -> MemoryGame? { all[id] }
@@ -93,10 +93,10 @@ public struct MemoryGames: Sendable {
     }
 
     static func load(_ database: Database) throws -> MemoryGames {
-        var all = OrderedDictionary<String, MemoryGame>()
+        var all = PersistentOrderedDictionary<String, MemoryGame>()
         var maxPosition: Int64 = 0
         for row in try database.rows("SELECT id, position FROM games ORDER BY position") {
-            let game = MemoryGame(id: row[0].string ?? "", cards: [:], position: row[1].int64 ?? 0)
+            let game = MemoryGame(id: row[0].string ?? "", cards: PersistentOrderedDictionary(), position: row[1].int64 ?? 0)
             all[game.id] = game
             maxPosition = max(maxPosition, game.position)
         }

@@ -40,7 +40,7 @@ public struct Posts: Sendable, Equatable {
     public static let columnsRange = 1...12
     public static let defaultColumns = 2
 
-    public internal(set) var all: OrderedDictionary<String, Post>
+    public internal(set) var all: PersistentOrderedDictionary<String, Post>
 
     public subscript(id: String) -> Post? { all[id] }
 
@@ -81,7 +81,7 @@ public struct Posts: Sendable, Equatable {
     }
 
     static func load(_ database: Database) throws -> Posts {
-        var all = OrderedDictionary<String, Post>()
+        var all = PersistentOrderedDictionary<String, Post>()
         for row in try database.rows("SELECT id, position, image_url, height FROM posts ORDER BY position") {
             let post = Post(id: row[0].string ?? "", imageURL: row[2].string ?? "", height: row[3].double ?? 0, position: row[1].int64 ?? 0)
             all[post.id] = post

@@ -20,7 +20,7 @@ extension Store {
         }
         return try write { tx in
             let id = UUID().uuidString.lowercased()
-            var cards = OrderedDictionary<String, Card>()
+            var cards = PersistentOrderedDictionary<String, Card>()
             for content in contents {
                 let card = Card(id: UUID().uuidString.lowercased(), gameId: id, content: content, isFaceUp: false, isMatched: false)
                 cards[card.id] = card

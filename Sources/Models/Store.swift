@@ -126,7 +126,7 @@ public final class Store: Sendable {
 
     private static func loadState(_ database: Database) throws -> ModelState {
         let name = try database.rows("SELECT name FROM truck WHERE id = 1").first?[0].string ?? "Food Truck"
-        var donuts = OrderedDictionary<String, Donut>()
+        var donuts = PersistentOrderedDictionary<String, Donut>()
         var maxPosition: Int64 = 0
         for row in try database.rows("SELECT id, position, name, dough, glaze, topping FROM donuts ORDER BY position") {
             let donut = Donut(id: row[0].string ?? "", name: row[2].string ?? "", dough: row[3].string ?? "",
@@ -134,7 +134,7 @@ public final class Store: Sendable {
             donuts[donut.id] = donut
             maxPosition = max(maxPosition, donut.position)
         }
-        var orders = OrderedDictionary<String, Order>()
+        var orders = PersistentOrderedDictionary<String, Order>()
         for row in try database.rows("SELECT id, position, donut_id, quantity FROM orders ORDER BY position") {
             let order = Order(id: row[0].string ?? "", donutId: row[2].string ?? "", quantity: row[3].int64 ?? 0, position: row[1].int64 ?? 0)
             orders[order.id] = order
