@@ -23,10 +23,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .target(name: "Locks"),
         .target(
             name: "HTTPServer",
             dependencies: [
-                "CMicroHTTPD",
+                "CMicroHTTPD", "Locks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
@@ -35,12 +36,12 @@ let package = Package(
         .target(name: "JSON"),
         .target(
             name: "ModelObservation",
-            dependencies: [.product(name: "DequeModule", package: "swift-collections")]
+            dependencies: ["Locks", .product(name: "DequeModule", package: "swift-collections")]
         ),
         .target(
             name: "Models",
             dependencies: [
-                "ModelObservation", "SQLiteStore", "JSON",
+                "ModelObservation", "SQLiteStore", "JSON", "Locks",
                 .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -49,7 +50,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Models", "HTTPServer", "ModelObservation", "JSON",
+                "Models", "HTTPServer", "ModelObservation", "JSON", "Locks",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

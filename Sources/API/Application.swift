@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import Logging
 import Models
+import Locks
 import Synchronization
 
 /// The whole service: store, API and HTTP daemon, started and stopped together.
@@ -24,13 +25,13 @@ public final class Application: Sendable {
     let configuration: Configuration
     let logger: Logger
     private let running = Atomic<Bool>(false)
-    private let housekeepingDone = Mutex<Bool>(false)
+    private let housekeepingDone = Locked<Bool>(false)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "observable")) throws {
         self.configuration = configuration
         self.logger = logger
         store = try Store(configuration: configuration.store, logger: logger)
-        let daemonBox = Mutex<HTTPDaemon?>(nil)
+        let daemonBox = Locked<HTTPDaemon?>(nil)
         api = ObservableAPI(store: store, limits: configuration.limits) {
             let daemon = daemonBox.withLock { $0 }
             return (daemon?.parkedCount ?? 0, daemon?.connectionCount ?? 0)

@@ -2,7 +2,7 @@ import HTTPServer
 import JSON
 import ModelObservation
 import Models
-import Synchronization
+import Locks
 
 /// The long-polling change feed: answers `GET /observers/{id}/changes` at
 /// once when there is something to say, parks it otherwise, and answers
@@ -14,7 +14,7 @@ final class ChangeFeed: Sendable {
         let since: Int64?
         let limit: Int
         let coalesce: Bool
-        let parked = Mutex<ParkedConnection?>(nil)
+        let parked = Locked<ParkedConnection?>(nil)
 
         init(observer: String, since: Int64?, limit: Int, coalesce: Bool) {
             self.observer = observer
@@ -30,7 +30,7 @@ final class ChangeFeed: Sendable {
 
     let store: Store
     let metrics: Metrics
-    private let daemon = Mutex<HTTPDaemon?>(nil)
+    private let daemon = Locked<HTTPDaemon?>(nil)
 
     init(store: Store, metrics: Metrics) {
         self.store = store

@@ -1,3 +1,4 @@
+import Locks
 import Synchronization
 
 /// Request counters for `/metrics`, in the Prometheus text format.
@@ -7,7 +8,7 @@ public final class Metrics: Sendable {
         let status: Int
     }
 
-    private let requests = Mutex<[Key: Int]>([:])
+    private let requests = Locked<[Key: Int]>([:])
     private let wakeups = Atomic<Int>(0)
 
     public init() {}

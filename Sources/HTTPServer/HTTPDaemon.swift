@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 import Foundation
 import Logging
+import Locks
 import Synchronization
 
 /// The HTTP server: libmicrohttpd with epoll and an internal thread pool.
@@ -44,8 +45,8 @@ public final class HTTPDaemon: Sendable {
     let configuration: Configuration
     let responder: any HTTPResponder
     let logger: Logger
-    private let daemon = Mutex<DaemonPointer?>(nil)
-    private let lot = Mutex(ParkingLot())
+    private let daemon = Locked<DaemonPointer?>(nil)
+    private let lot = Locked(ParkingLot())
     private let nextParkID = Atomic<UInt64>(1)
     private let inFlight = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)

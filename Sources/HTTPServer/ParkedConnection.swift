@@ -1,5 +1,5 @@
 internal import CMicroHTTPD
-import Synchronization
+import Locks
 
 /// A connection suspended by a long-poll, waiting for its answer.
 ///
@@ -17,7 +17,7 @@ public final class ParkedConnection: Sendable {
     /// Builds the answer when the deadline passes or the server stops.
     let onDeadline: @Sendable () -> HTTPResponse
     let connection: ConnectionPointer
-    private let state = Mutex<State>(.parked)
+    private let state = Locked<State>(.parked)
 
     init(id: UInt64, connection: ConnectionPointer, deadline: ContinuousClock.Instant, onDeadline: @escaping @Sendable () -> HTTPResponse) {
         self.id = id

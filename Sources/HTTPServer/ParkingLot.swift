@@ -1,8 +1,7 @@
 import HeapModule
-import Synchronization
 
 /// Every parked connection, by id and by deadline.
-struct ParkingLot: ~Copyable {
+struct ParkingLot {
     private struct Entry: Comparable {
         let deadline: ContinuousClock.Instant
         let id: UInt64

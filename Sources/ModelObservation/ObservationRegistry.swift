@@ -1,5 +1,5 @@
 import DequeModule
-import Synchronization
+import Locks
 
 /// Knows every observer and the property keys it has read, indexes the
 /// reverse (key → observers), and keeps the recent change log in memory.
@@ -9,7 +9,7 @@ import Synchronization
 /// Like the standard library's `ObservationRegistrar`, it collects whom to
 /// wake under its lock and leaves waking to the caller, after the lock.
 public final class ObservationRegistry: Sendable {
-    struct State: ~Copyable {
+    struct State {
         var observers: [String: ObserverSnapshot] = [:]
         var waiters: [String: any ChangeWaiter] = [:]
         var index: [PropertyKey: Set<String>] = [:]
@@ -36,7 +36,7 @@ public final class ObservationRegistry: Sendable {
     public let retain: Int
     /// Most property keys one observer may have read.
     public let maxReadsPerObserver: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(retain: Int, maxReadsPerObserver: Int = 100_000) {
         self.retain = max(1, retain)

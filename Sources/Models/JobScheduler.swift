@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locks
 
 /// Advances server-driven jobs from one thread, whatever their number.
 ///
@@ -41,7 +41,7 @@ final class JobScheduler: Sendable {
         case tick([Entry])
     }
 
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
     /// Signalled when the earliest due time moves earlier, or to stop.
     private let wakeup = DispatchSemaphore(value: 0)
     /// Signalled by the thread when it has finished.

@@ -4,7 +4,7 @@ import Logging
 import ModelObservation
 import OrderedCollections
 import SQLiteStore
-import Synchronization
+import Locks
 
 /// The models' state, persisted in SQLite and observed through the registry.
 ///
@@ -30,9 +30,9 @@ public final class Store: Sendable {
     public typealias Wake = @Sendable ([(observer: String, waiter: any ChangeWaiter)]) -> Void
 
     public let registry: ObservationRegistry
-    let writer: Mutex<Database>
-    private let current: Mutex<ModelState>
-    private let wake: Mutex<Wake?>
+    let writer: Locked<Database>
+    private let current: Locked<ModelState>
+    private let wake: Locked<Wake?>
     /// Advances the jobs the server drives, from one thread.
     let jobScheduler = JobScheduler()
     let logger: Logger
@@ -46,9 +46,9 @@ public final class Store: Sendable {
         let state = try Self.loadState(database)
         try Self.loadObservation(database, into: registry, retain: configuration.retainChanges, lastSeq: state.seq)
         self.registry = registry
-        self.writer = Mutex(database)
-        self.current = Mutex(state)
-        self.wake = Mutex(nil)
+        self.writer = Locked(database)
+        self.current = Locked(state)
+        self.wake = Locked(nil)
         self.logger = logger
     }
 
@@ -69,7 +69,7 @@ public final class Store: Sendable {
         let (result, woken) = try writer.withLock { database throws -> (T, [(observer: String, waiter: any ChangeWaiter)]) in
             let before = current.withLock { $0 }
             var transaction = WriteTransaction(state: before, database: database)
-            try database.execute("BEGIN IMMEDIATE")
+            try database.execute("BEGIN IMMEDIATE", [])
             let result: T
             var committed: [Change] = []
             do {
@@ -84,9 +84,9 @@ public final class Store: Sendable {
                     try Self.append(change, to: database)
                     committed.append(change)
                 }
-                try database.execute("COMMIT")
+                try database.execute("COMMIT", [])
             } catch {
-                try? database.execute("ROLLBACK")
+                try? database.execute("ROLLBACK", [])
                 throw error
             }
             var state = transaction.state

@@ -91,13 +91,13 @@ public final class Database: @unchecked Sendable {
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it
     /// returns, rolled back when it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        try execute("BEGIN IMMEDIATE", [])
         do {
             let result = try body()
-            try execute("COMMIT")
+            try execute("COMMIT", [])
             return result
         } catch {
-            try? execute("ROLLBACK")
+            try? execute("ROLLBACK", [])
             throw error
         }
     }
