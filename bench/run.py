@@ -105,6 +105,7 @@ def main():
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--observers", default="1000,10000", help="long-poll fan-out sizes, comma separated ('' to skip)")
     parser.add_argument("--skip-durable", action="store_true")
+    parser.add_argument("--only", default="", help="run only the throughput scenarios whose name contains this")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="observable-bench-")
     results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}, "throughput": [], "durable": [], "longpoll": []}
@@ -120,6 +121,8 @@ def main():
     reference = Server("reference", 18402, folder)
     try:
         for name, path, script, with_observer, reference_name in scenarios:
+            if args.only not in name:
+                continue
             headers = [observer_header(ours.port)] if with_observer else []
             row = {"scenario": name, "ours": wrk(ours, path, args.seconds, args.connections, script, headers)}
             if reference_name:

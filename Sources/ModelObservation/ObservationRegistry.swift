@@ -68,6 +68,11 @@ public final class ObservationRegistry: Sendable {
         state.withLock { $0.observers[id] }
     }
 
+    /// Whether any observer has read `key`.
+    public func hasReaders(of key: PropertyKey) -> Bool {
+        state.withLock { $0.index[key]?.isEmpty == false }
+    }
+
     /// Observers that read `key` (for tests and diagnostics).
     public func readers(of key: PropertyKey) -> Set<String> {
         state.withLock { $0.index[key] ?? [] }

@@ -72,7 +72,7 @@ extension Store {
         return try write { tx in
             let row = tx.state.grid.rows.count
             guard row < DotGrid.maxRows else { throw ModelError.unprocessable("the grid already has \(DotGrid.maxRows) rows") }
-            let dots = (0..<Int(count)).map { _ in Dot(id: UUID().uuidString.lowercased(), isTapAnimated: false, isRandomAnimated: false) }
+            let dots = (0..<Int(count)).map { _ in Dot(id: Identifier.make(), isTapAnimated: false, isRandomAnimated: false) }
             for (col, dot) in dots.enumerated() { try Self.insert(dot, row: row, col: col, in: &tx) }
             tx.state.grid.appendRow(dots)
             tx.insert(into: DotGrid.rowsPath, element: tx.state.grid.rowRepresentation(row))
@@ -88,7 +88,7 @@ extension Store {
             guard col < DotGrid.maxDotsPerRow else {
                 throw ModelError.unprocessable("row \(row) already has \(DotGrid.maxDotsPerRow) dots")
             }
-            let dot = Dot(id: UUID().uuidString.lowercased(), isTapAnimated: false, isRandomAnimated: false)
+            let dot = Dot(id: Identifier.make(), isTapAnimated: false, isRandomAnimated: false)
             try Self.insert(dot, row: row, col: col, in: &tx)
             tx.state.grid.append(dot, toRow: row)
             if let placed = tx.state.grid.placedRepresentation(dot.id) {

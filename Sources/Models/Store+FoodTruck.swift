@@ -54,7 +54,7 @@ extension Store {
         try Self.validateText(fields.glaze ?? nil, "glaze")
         try Self.validateText(fields.topping ?? nil, "topping")
         return try write { tx in
-            let donut = Donut(id: UUID().uuidString.lowercased(), name: name, dough: fields.dough ?? "plain",
+            let donut = Donut(id: Identifier.make(), name: name, dough: fields.dough ?? "plain",
                               glaze: fields.glaze ?? nil, topping: fields.topping ?? nil, position: tx.takePosition())
             try tx.execute(
                 "INSERT INTO donuts (id, position, name, dough, glaze, topping) VALUES (?, ?, ?, ?, ?, ?)",
@@ -110,7 +110,7 @@ extension Store {
             guard tx.state.truck.donuts[donutId] != nil else {
                 throw ModelError.unprocessable("no donut \(donutId) on the menu")
             }
-            let order = Order(id: UUID().uuidString.lowercased(), donutId: donutId, quantity: quantity, position: tx.takePosition())
+            let order = Order(id: Identifier.make(), donutId: donutId, quantity: quantity, position: tx.takePosition())
             try tx.execute("INSERT INTO orders (id, position, donut_id, quantity) VALUES (?, ?, ?, ?)",
                            [.text(order.id), .integer(order.position), .text(donutId), .integer(quantity)])
             tx.state.truck.orders[order.id] = order

@@ -17,7 +17,7 @@ extension Store {
             throw ModelError.unprocessable("intervalMs must be between 10 and 3600000")
         }
         let job = try write { tx in
-            let job = Job(id: UUID().uuidString.lowercased(), current: 0, total: total, step: step, intervalMs: intervalMs,
+            let job = Job(id: Identifier.make(), current: 0, total: total, step: step, intervalMs: intervalMs,
                           position: tx.state.jobs.nextPosition)
             try tx.execute("INSERT INTO jobs (id, position, current, total, step, interval_ms) VALUES (?, ?, ?, ?, ?, ?)",
                            [.text(job.id), .integer(job.position), .integer(0), .integer(total),

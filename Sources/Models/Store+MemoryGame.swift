@@ -19,10 +19,10 @@ extension Store {
             contents = Self.deal(pairs: Int(pairs), using: &generator)
         }
         return try write { tx in
-            let id = UUID().uuidString.lowercased()
+            let id = Identifier.make()
             var cards = PersistentOrderedDictionary<String, Card>()
             for content in contents {
-                let card = Card(id: UUID().uuidString.lowercased(), gameId: id, content: content, isFaceUp: false, isMatched: false)
+                let card = Card(id: Identifier.make(), gameId: id, content: content, isFaceUp: false, isMatched: false)
                 cards[card.id] = card
             }
             let game = MemoryGame(id: id, cards: cards, position: tx.state.games.nextPosition)

@@ -13,7 +13,7 @@ extension Store {
         }
         return try writer.withLock { database in
             // Under the writer lock no commit can move `seq` meanwhile.
-            let observer = ObserverSnapshot(id: UUID().uuidString.lowercased(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now)
+            let observer = ObserverSnapshot(id: Identifier.make(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now)
             try database.execute(
                 "INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES (?, ?, ?, ?)",
                 [.text(observer.id), .integer(observer.cursor), .integer(Int64(ttlSeconds)), .real(now)])

@@ -33,7 +33,7 @@ extension Store {
             // when the state is loaded; staying after the last post keeps
             // creation order across restarts whatever it starts from.
             let position = tx.takePosition()
-            let post = Post(id: UUID().uuidString.lowercased(), imageURL: imageURL, height: height, position: position)
+            let post = Post(id: Identifier.make(), imageURL: imageURL, height: height, position: position)
             try tx.execute("INSERT INTO posts (id, position, image_url, height) VALUES (?, ?, ?, ?)",
                            [.text(post.id), .integer(position), .text(imageURL), .real(height)])
             tx.state.posts.all[post.id] = post

@@ -81,7 +81,7 @@ public final class Store: Sendable {
                 let first = before.seq + 1
                 for (offset, change) in transaction.pending.enumerated() {
                     let change = change.committed(seq: first + Int64(offset), transaction: first)
-                    try Self.append(change, to: database)
+                    try append(change, to: database)
                     committed.append(change)
                 }
                 try database.execute("COMMIT", [])
@@ -101,7 +101,7 @@ public final class Store: Sendable {
         return result
     }
 
-    private static func append(_ change: Change, to database: Database) throws {
+    private func append(_ change: Change, to database: Database) throws {
         try database.execute(
             "INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [.integer(change.seq), .integer(change.transaction), .text(change.path), .text(change.operation.rawValue),
@@ -109,8 +109,11 @@ public final class Store: Sendable {
              .text(change.keys.map(\.path).joined(separator: "\n")),
              .text(change.impliedReads.map(\.path).joined(separator: "\n"))])
         // Whoever reads a collection has read the elements it is told about.
+        // The registry knows every persisted read (it records a read before
+        // persisting it, under this same lock), so a key nobody reads needs
+        // no query.
         guard !change.impliedReads.isEmpty else { return }
-        for key in change.keys {
+        for key in change.keys where registry.hasReaders(of: key) {
             for implied in change.impliedReads {
                 try database.execute(
                     """
