@@ -18,12 +18,14 @@ public final class ObservableAPI: Sendable {
     let feed: ChangeFeed
     let metrics: Metrics
     let limits: Limits
+    let policy: AccessPolicy
     let daemonGauges: @Sendable () -> (parked: Int, connections: Int)
 
-    public init(store: Store, limits: Limits = Limits(), metrics: Metrics = Metrics(),
+    public init(store: Store, limits: Limits = Limits(), policy: AccessPolicy = AccessPolicy(), metrics: Metrics = Metrics(),
                 daemonGauges: @escaping @Sendable () -> (parked: Int, connections: Int))
     {
         self.store = store
+        self.policy = policy
         self.metrics = metrics
         self.limits = limits
         self.feed = ChangeFeed(store: store, metrics: metrics)
@@ -47,7 +49,8 @@ public final class ObservableAPI: Sendable {
         addJobsRoutes(to: router)
         addMemoryGameRoutes(to: router)
         addPostsRoutes(to: router)
-        return router.buildResponder(metrics: metrics)
+        addOpenAPIRoutes(to: router)
+        return router.buildResponder(metrics: metrics, policy: policy)
     }
 
     // MARK: - Shared answers

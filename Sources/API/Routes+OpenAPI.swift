@@ -1,0 +1,3 @@
+extension ObservableAPI {
+    func addOpenAPIRoutes(to router: Router) {}
+}
