@@ -11,6 +11,7 @@ public final class Application: Sendable {
         public var http = HTTPDaemon.Configuration()
         public var store: Store.Configuration
         public var limits = ObservableAPI.Limits()
+        public var access = AccessPolicy()
         /// Seconds between housekeeping runs (pruning, TTL, persisting cursors).
         public var housekeepingInterval: Double = 1
 
@@ -32,7 +33,7 @@ public final class Application: Sendable {
         self.logger = logger
         store = try Store(configuration: configuration.store, logger: logger)
         let daemonBox = Locked<HTTPDaemon?>(nil)
-        api = ObservableAPI(store: store, limits: configuration.limits) {
+        api = ObservableAPI(store: store, limits: configuration.limits, policy: configuration.access) {
             let daemon = daemonBox.withLock { $0 }
             return (daemon?.parkedCount ?? 0, daemon?.connectionCount ?? 0)
         }

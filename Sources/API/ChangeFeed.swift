@@ -14,13 +14,23 @@ final class ChangeFeed: Sendable {
         let since: Int64?
         let limit: Int
         let coalesce: Bool
+        /// Headers every answer to this poll carries (CORS).
+        let headers: [(name: String, value: String)]
         let parked = Locked<ParkedConnection?>(nil)
 
-        init(observer: String, since: Int64?, limit: Int, coalesce: Bool) {
+        init(observer: String, since: Int64?, limit: Int, coalesce: Bool, headers: [(name: String, value: String)]) {
             self.observer = observer
             self.since = since
             self.limit = limit
             self.coalesce = coalesce
+            self.headers = headers
+        }
+
+        /// `response` with this poll's headers.
+        func finish(_ response: HTTPResponse) -> HTTPResponse {
+            var response = response
+            for header in headers { response.setHeader(header.name, header.value) }
+            return response
         }
 
         var connection: ParkedConnection? { parked.withLock { $0 } }
@@ -44,8 +54,10 @@ final class ChangeFeed: Sendable {
     var registry: ObservationRegistry { store.registry }
 
     /// Answers a poll now, or parks it for up to `timeout`.
-    func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, timeout: Duration, connection: Connection) -> Reply {
-        let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce)
+    func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, timeout: Duration,
+              headers: [(name: String, value: String)], connection: Connection) -> Reply
+    {
+        let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
                 registry.withdraw(waiter, of: observer)
@@ -60,7 +72,7 @@ final class ChangeFeed: Sendable {
         if let displaced = displaced as? ParkedPoll, let connection = displaced.connection {
             // One parked poll per observer: the newer one takes the place.
             let cursor = displaced.since ?? registry.observer(observer)?.cursor ?? registry.lastSeq
-            resume([(connection, Self.feedResponse([], cursor: cursor, coalesce: false))])
+            resume([(connection, displaced.finish(Self.feedResponse([], cursor: cursor, coalesce: false)))])
         }
         switch result {
         case .parked: return .parked
@@ -83,7 +95,7 @@ final class ChangeFeed: Sendable {
     /// Answers the parked poll of a deleted observer.
     func observerDeleted(_ waiter: (any ChangeWaiter)?) {
         guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { return }
-        resume([(connection, Problem.response(404, "Not Found", "observer \(poll.observer) was deleted"))])
+        resume([(connection, poll.finish(Problem.response(404, "Not Found", "observer \(poll.observer) was deleted")))])
     }
 
     private func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
@@ -95,7 +107,7 @@ final class ChangeFeed: Sendable {
     /// What a parked poll answers now: its changes, or none with the cursor.
     private func answer(_ poll: ParkedPoll) -> HTTPResponse {
         let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, now: Clock.now)
-        return Self.response(for: result, coalesce: poll.coalesce)
+        return poll.finish(Self.response(for: result, coalesce: poll.coalesce))
     }
 
     static func response(for poll: ObservationRegistry.Poll, coalesce: Bool) -> HTTPResponse {

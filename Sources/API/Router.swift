@@ -8,6 +8,9 @@ public struct RouteContext: Sendable {
     public let connection: Connection
     /// The route's pattern, e.g. `/truck/donuts/:id`.
     public let route: String
+    /// CORS headers for this request's origin; an answer sent later (a
+    /// parked long-poll) carries them too.
+    public let corsHeaders: [(name: String, value: String)]
 
     public func parameter(_ name: String) -> String {
         parameters[name] ?? ""
@@ -16,12 +19,22 @@ public struct RouteContext: Sendable {
 
 public typealias RouteHandler = @Sendable (RouteContext) throws -> Reply
 
+/// Who may call a route when tokens are configured (see `AccessPolicy`).
+public enum RouteAccess: Sendable {
+    /// Anyone (health probes).
+    case open
+    /// Readers: every `GET`, and creating, deleting and clearing one's observer.
+    case read
+    /// Writers: everything that changes a model.
+    case write
+}
+
 /// Collects routes (`get`, `post`, …) and builds the immutable responder.
 public final class Router {
     struct Route {
         let pattern: String
         let segments: [Segment]
-        var handlers: [String: RouteHandler]
+        var handlers: [String: (access: RouteAccess, handler: RouteHandler)]
     }
 
     enum Segment: Equatable {
@@ -33,25 +46,27 @@ public final class Router {
 
     public init() {}
 
-    public func on(_ method: String, _ pattern: String, _ handler: @escaping RouteHandler) {
+    /// Adds a route. `access` defaults to `.read` for `GET` and `.write` otherwise.
+    public func on(_ method: String, _ pattern: String, access: RouteAccess? = nil, _ handler: @escaping RouteHandler) {
+        let entry = (access: access ?? (method == "GET" ? .read : .write), handler: handler)
         if let index = routes.firstIndex(where: { $0.pattern == pattern }) {
-            routes[index].handlers[method] = handler
+            routes[index].handlers[method] = entry
             return
         }
         let segments: [Segment] = pattern.split(separator: "/").map { part in
             part.hasPrefix(":") ? .parameter(String(part.dropFirst())) : .literal(String(part))
         }
-        routes.append(Route(pattern: pattern, segments: segments, handlers: [method: handler]))
+        routes.append(Route(pattern: pattern, segments: segments, handlers: [method: entry]))
     }
 
-    public func get(_ pattern: String, _ handler: @escaping RouteHandler) { on("GET", pattern, handler) }
-    public func post(_ pattern: String, _ handler: @escaping RouteHandler) { on("POST", pattern, handler) }
-    public func patch(_ pattern: String, _ handler: @escaping RouteHandler) { on("PATCH", pattern, handler) }
-    public func delete(_ pattern: String, _ handler: @escaping RouteHandler) { on("DELETE", pattern, handler) }
+    public func get(_ pattern: String, access: RouteAccess? = nil, _ handler: @escaping RouteHandler) { on("GET", pattern, access: access, handler) }
+    public func post(_ pattern: String, access: RouteAccess? = nil, _ handler: @escaping RouteHandler) { on("POST", pattern, access: access, handler) }
+    public func patch(_ pattern: String, access: RouteAccess? = nil, _ handler: @escaping RouteHandler) { on("PATCH", pattern, access: access, handler) }
+    public func delete(_ pattern: String, access: RouteAccess? = nil, _ handler: @escaping RouteHandler) { on("DELETE", pattern, access: access, handler) }
 
-    public func buildResponder(metrics: Metrics) -> RouterResponder {
+    public func buildResponder(metrics: Metrics, policy: AccessPolicy = AccessPolicy()) -> RouterResponder {
         RouterResponder(routes: routes.map { RouterResponder.Route(pattern: $0.pattern, segments: $0.segments, handlers: $0.handlers) },
-                        metrics: metrics)
+                        metrics: metrics, policy: policy)
     }
 }
 
@@ -61,26 +76,49 @@ public struct RouterResponder: HTTPResponder {
     struct Route: Sendable {
         let pattern: String
         let segments: [Router.Segment]
-        let handlers: [String: RouteHandler]
+        let handlers: [String: (access: RouteAccess, handler: RouteHandler)]
     }
 
     let routes: [Route]
     let metrics: Metrics
+    let policy: AccessPolicy
 
     public func respond(to request: HTTPRequest, connection: Connection) -> Reply {
+        let cors = policy.corsHeaders(for: request)
+        switch route(request, connection: connection, cors: cors) {
+        case .response(var response):
+            for header in cors { response.setHeader(header.name, header.value) }
+            return .response(response)
+        case .parked:
+            return .parked
+        }
+    }
+
+    private func route(_ request: HTTPRequest, connection: Connection, cors: [(name: String, value: String)]) -> Reply {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let segments = parts.last == "" && parts.count > 1 ? Array(parts.dropLast()) : Array(parts)
         for route in routes {
             guard let parameters = Self.match(route.segments, segments) else { continue }
             let method = request.method == "HEAD" ? "GET" : request.method
-            guard let handler = route.handlers[method] else {
+            if method == "OPTIONS", !cors.isEmpty {
+                // A CORS preflight from an allowed origin.
+                var allowed = route.handlers.keys.sorted()
+                if allowed.contains("GET") { allowed.append("HEAD") }
+                let response = HTTPResponse(status: 204, headers: AccessPolicy.preflightHeaders(methods: allowed))
+                return record(.response(response), route: route.pattern)
+            }
+            guard let (access, handler) = route.handlers[method] else {
                 var allowed = route.handlers.keys.sorted()
                 if allowed.contains("GET") { allowed.append("HEAD") }
                 let response = Problem.response(405, "Method Not Allowed", "\(request.method) is not allowed on \(request.path)",
                                                 headers: [("Allow", allowed.joined(separator: ", "))])
                 return record(.response(response), route: route.pattern)
             }
-            let context = RouteContext(request: request, parameters: parameters, connection: connection, route: route.pattern)
+            if let denied = policy.deny(request, access: access) {
+                return record(.response(denied), route: route.pattern)
+            }
+            let context = RouteContext(request: request, parameters: parameters, connection: connection, route: route.pattern,
+                                       corsHeaders: cors)
             do {
                 return record(try handler(context), route: route.pattern)
             } catch {

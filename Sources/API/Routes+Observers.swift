@@ -8,7 +8,7 @@ extension ObservableAPI {
     static let defaultLimit = 100
 
     func addObserverRoutes(to router: Router) {
-        router.post("/observers") { [self] context in
+        router.post("/observers", access: .read) { [self] context in
             let body = try RequestBody(context.request, allowed: ["ttlSeconds"], emptyAllowed: true)
             let ttl = try body.integer("ttlSeconds") ?? Int64(Store.defaultObserverTTL)
             guard Store.observerTTLRange.contains(Int(clamping: ttl)) else {
@@ -24,12 +24,12 @@ extension ObservableAPI {
             }
             return .response(Self.json(JSONWriter.bytes(Self.json(observer)), request: context.request, cursor: store.registry.lastSeq))
         }
-        router.delete("/observers/:id") { [self] context in
+        router.delete("/observers/:id", access: .read) { [self] context in
             let waiter = try store.deleteObserver(context.parameter("id"))
             feed.observerDeleted(waiter)
             return Self.noContent
         }
-        router.delete("/observers/:id/reads") { [self] context in
+        router.delete("/observers/:id/reads", access: .read) { [self] context in
             try store.clearReads(of: context.parameter("id"), now: Clock.now)
             return Self.noContent
         }
@@ -48,6 +48,7 @@ extension ObservableAPI {
             case let other?: throw APIError(400, "coalesce must be true or false, not \(other)")
             }
             return feed.poll(context.parameter("id"), since: since, limit: Int(limit), coalesce: coalesce, timeout: timeout,
+                             headers: context.corsHeaders,
                              connection: context.connection)
         }
     }

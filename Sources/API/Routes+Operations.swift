@@ -2,7 +2,7 @@ import HTTPServer
 
 extension ObservableAPI {
     func addOperationRoutes(to router: Router) {
-        router.get("/healthz") { [self] context in
+        router.get("/healthz", access: .open) { [self] context in
             let seq = store.registry.lastSeq
             let body = #"{"status":"ok","seq":\#(seq)}"#
             var response = HTTPResponse(status: 200, body: Array(body.utf8))

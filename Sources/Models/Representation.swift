@@ -90,8 +90,10 @@ struct RepresentationBuilder {
     }
 
     /// A nested collection: its membership key plus whatever its elements read.
-    mutating func collection(_ name: String, _ elements: [Representation], _ selection: FieldSelection = .all) {
+    /// `elements` is built only when the collection is selected.
+    mutating func collection(_ name: String, _ elements: @autoclosure () -> [Representation], _ selection: FieldSelection = .all) {
         guard selection.includes(name) else { return }
+        let elements = elements()
         object[name] = .array(elements.map(\.json))
         reads.append(PropertyKey(resource, name))
         for element in elements { reads.append(contentsOf: element.reads) }

@@ -66,6 +66,15 @@ struct Serve: ParsableCommand {
         configuration.http.idleTimeout = try setting(idleTimeout, "OBSERVABLE_IDLE_TIMEOUT", default: 30)
         configuration.limits.maxLongPoll = try setting(maxLongPoll, "OBSERVABLE_MAX_LONG_POLL", default: 60)
         configuration.limits.defaultLongPoll = min(30, configuration.limits.maxLongPoll)
+        // Tokens come only from the environment: flags would show them in `ps`.
+        let environment = ProcessInfo.processInfo.environment
+        configuration.access = AccessPolicy(
+            writeToken: environment["OBSERVABLE_TOKEN"], readToken: environment["OBSERVABLE_READ_TOKEN"],
+            corsOrigins: (environment["OBSERVABLE_CORS_ORIGINS"] ?? "").split(separator: ",")
+                .map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        if configuration.access.readToken != nil && configuration.access.writeToken == nil {
+            throw ValidationError("OBSERVABLE_READ_TOKEN needs OBSERVABLE_TOKEN as well")
+        }
         guard configuration.http.threads >= 1, configuration.http.maxBody >= 1, configuration.limits.maxLongPoll >= 1,
               configuration.http.connectionLimit >= 1, configuration.http.idleTimeout >= 1, storeConfiguration.retainChanges >= 1
         else { throw ValidationError("threads, max-body, max-long-poll, connection-limit, idle-timeout and retain-changes must be positive") }

@@ -1,0 +1,77 @@
+@testable import API
+import JSON
+import Testing
+
+@Suite struct AccessTests {
+    static let write = "write-secret-0123456789"
+    static let read = "read-secret-9876543210"
+
+    @Test func writesNeedTheWriteTokenAndReadsStayOpen() throws {
+        let server = try TestServer { $0.access = AccessPolicy(writeToken: Self.write) }
+        let client = server.client
+        let denied = try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": 1])
+        #expect(denied.status == 401)
+        #expect(denied.header("Content-Type") == "application/problem+json")
+        #expect(denied.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+        #expect(try client.request("POST", "/truck/orders", headers: ["Authorization": "Bearer wrong"],
+                                   json: ["donutId": .string(Seed.glazed), "quantity": 1]).status == 401)
+        #expect(try client.request("POST", "/truck/orders", headers: ["Authorization": "Bearer " + Self.write + "x"],
+                                   json: ["donutId": .string(Seed.glazed), "quantity": 1]).status == 401)
+        #expect(try client.request("PATCH", "/truck", headers: ["Authorization": "Basic " + Self.write], json: ["name": "x"]).status == 401)
+        #expect(try client.get("/truck/orderCount").json["orderCount"] == 0)
+        let allowed = try client.request("POST", "/truck/orders", headers: ["Authorization": "Bearer " + Self.write],
+                                         json: ["donutId": .string(Seed.glazed), "quantity": 1])
+        #expect(allowed.status == 201)
+        // A read-only dashboard observes without the write token.
+        let observer = try client.observer()
+        #expect(try client.get("/truck/orderCount", observer: observer).json["orderCount"] == 1)
+        #expect(try client.changes(observer).status == 200)
+        #expect(try client.delete("/observers/\(observer)/reads").status == 204)
+        #expect(try client.delete("/observers/\(observer)").status == 204)
+        #expect(try client.get("/healthz").status == 200)
+    }
+
+    @Test func aReadTokenClosesReadsToo() throws {
+        let server = try TestServer { $0.access = AccessPolicy(writeToken: Self.write, readToken: Self.read) }
+        let client = server.client
+        #expect(try client.get("/truck").status == 401)
+        #expect(try client.post("/observers").status == 401)
+        #expect(try client.get("/metrics").status == 401)
+        #expect(try client.get("/healthz").status == 200)
+        #expect(try client.get("/truck", headers: ["Authorization": "Bearer " + Self.read]).status == 200)
+        #expect(try client.get("/truck", headers: ["Authorization": "Bearer " + Self.write]).status == 200)
+        #expect(try client.request("PATCH", "/truck", headers: ["Authorization": "Bearer " + Self.read], json: ["name": "x"]).status == 401)
+        #expect(try client.request("POST", "/observers", headers: ["Authorization": "Bearer " + Self.read]).status == 201)
+    }
+
+    @Test func corsIsOffUnlessOriginsAreNamed() throws {
+        let closed = try TestServer()
+        let plain = try closed.client.get("/truck", headers: ["Origin": "https://dash.example"])
+        #expect(plain.header("Access-Control-Allow-Origin") == nil)
+        #expect(try closed.client.request("OPTIONS", "/truck", headers: ["Origin": "https://dash.example"]).status == 405)
+
+        let open = try TestServer { $0.access = AccessPolicy(corsOrigins: ["https://dash.example"]) }
+        let allowed = try open.client.get("/truck", headers: ["Origin": "https://dash.example"])
+        #expect(allowed.header("Access-Control-Allow-Origin") == "https://dash.example")
+        #expect(allowed.header("Access-Control-Expose-Headers")?.contains("Observation-Cursor") == true)
+        #expect(try open.client.get("/truck", headers: ["Origin": "https://evil.example"]).header("Access-Control-Allow-Origin") == nil)
+        let preflight = try open.client.request("OPTIONS", "/truck/donuts/x", headers: ["Origin": "https://dash.example"])
+        #expect(preflight.status == 204)
+        #expect(preflight.header("Access-Control-Allow-Methods") == "DELETE, GET, PATCH, HEAD")
+        // A parked long-poll's later answer carries the CORS headers too.
+        let observer = try open.client.observer()
+        let connection = try TestConnection(port: open.port)
+        try connection.send("GET", "/observers/\(observer)/changes?timeout=0.3", headers: ["Origin": "https://dash.example"])
+        #expect(try connection.receive().header("Access-Control-Allow-Origin") == "https://dash.example")
+    }
+
+    @Test func tokenComparisonIsExact() {
+        #expect(AccessPolicy.constantTimeEquals("abc", "abc"))
+        #expect(!AccessPolicy.constantTimeEquals("abc", "abd"))
+        #expect(!AccessPolicy.constantTimeEquals("abc", "abcd"))
+        #expect(!AccessPolicy.constantTimeEquals("", "a"))
+        #expect(AccessPolicy.bearer("Bearer  tok") == "tok")
+        #expect(AccessPolicy.bearer("bearer tok") == "tok")
+        #expect(AccessPolicy.bearer("Basic tok") == nil)
+    }
+}
