@@ -18,6 +18,33 @@ public final class ObservationRegistry: Sendable {
         /// Changes up to this `seq` are no longer kept.
         var prunedThrough: Int64 = 0
         var dirty: Set<String> = []
+        /// Per observer, the seqs of the changes it receives, appended at
+        /// publish time through the reverse index, so a poll reads its own
+        /// short list instead of scanning the log.
+        var inboxes: [String: Inbox] = [:]
+    }
+
+    /// The seqs of the changes one observer receives after `floor`. A poll
+    /// from before `floor` scans the log instead (after a restart, or when
+    /// a read lands after changes it should have seen).
+    struct Inbox {
+        var seqs: [Int64] = []
+        var floor: Int64
+
+        init(floor: Int64) {
+            self.floor = floor
+        }
+
+        /// Forgets entries up to `seq`: a poll from `seq` acknowledged them.
+        mutating func acknowledge(through seq: Int64) {
+            guard seq > floor else { return }
+            if let first = seqs.firstIndex(where: { $0 > seq }) {
+                seqs.removeFirst(first)
+            } else {
+                seqs.removeAll(keepingCapacity: true)
+            }
+            floor = seq
+        }
     }
 
     /// The outcome of asking for an observer's changes.
@@ -53,6 +80,7 @@ public final class ObservationRegistry: Sendable {
             s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
             for observer in observers {
                 s.observers[observer.id] = observer
+                s.inboxes[observer.id] = Inbox(floor: lastSeq)
                 for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
             }
         }
@@ -83,6 +111,7 @@ public final class ObservationRegistry: Sendable {
     public func add(_ observer: ObserverSnapshot) {
         state.withLock { s in
             s.observers[observer.id] = observer
+            s.inboxes[observer.id] = Inbox(floor: s.lastSeq)
             for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
         }
     }
@@ -93,6 +122,7 @@ public final class ObservationRegistry: Sendable {
             guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
             Self.unindex(observer, in: &s)
             s.dirty.remove(id)
+            s.inboxes[id] = nil
             return (true, s.waiters.removeValue(forKey: id))
         }
     }
@@ -105,6 +135,7 @@ public final class ObservationRegistry: Sendable {
             s.observers[id]!.reads = [:]
             s.observers[id]!.lastUsed = now
             s.dirty.insert(id)
+            s.inboxes[id] = Inbox(floor: s.lastSeq)
             return true
         }
     }
@@ -167,6 +198,9 @@ public final class ObservationRegistry: Sendable {
             }
             for (key, _) in added { s.index[key, default: []].insert(id) }
             s.observers[id] = observer
+            // Changes found by the replay are older than the inbox's newest
+            // entries: let polls from before now scan the log.
+            if wake { s.inboxes[id] = Inbox(floor: s.lastSeq) }
             let waiter = wake ? s.waiters.removeValue(forKey: id) : nil
             return .tracked(added: added, wake: waiter)
         }
@@ -192,6 +226,7 @@ public final class ObservationRegistry: Sendable {
                     }
                 }
                 for id in receivers {
+                    s.inboxes[id, default: Inbox(floor: change.seq - 1)].seqs.append(change.seq)
                     for key in change.impliedReads where s.observers[id]?.reads[key] == nil {
                         s.observers[id]!.reads[key] = change.seq
                         s.index[key, default: []].insert(id)
@@ -226,15 +261,28 @@ public final class ObservationRegistry: Sendable {
             var found: [Change] = []
             var cursor = s.lastSeq
             let firstSeq = s.log.first?.seq ?? (s.lastSeq + 1)
-            var position = max(0, Int(since + 1 - firstSeq))
-            while position < s.log.count {
-                let change = s.log[position]
-                position += 1
-                if found.count >= limit, let last = found.last, change.transaction != last.transaction {
-                    cursor = change.seq - 1
-                    break
+            if var inbox = s.inboxes[id], since >= inbox.floor {
+                inbox.acknowledge(through: max(since, s.prunedThrough))
+                for seq in inbox.seqs {
+                    let change = s.log[Int(seq - firstSeq)]
+                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
+                        cursor = change.seq - 1
+                        break
+                    }
+                    found.append(change)
                 }
-                if observer.receives(change) { found.append(change) }
+                s.inboxes[id] = inbox
+            } else {
+                var position = max(0, Int(since + 1 - firstSeq))
+                while position < s.log.count {
+                    let change = s.log[position]
+                    position += 1
+                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
+                        cursor = change.seq - 1
+                        break
+                    }
+                    if observer.receives(change) { found.append(change) }
+                }
             }
             if found.isEmpty, let park, let waiter = park() {
                 let displaced = s.waiters.updateValue(waiter, forKey: id)
@@ -265,19 +313,17 @@ public final class ObservationRegistry: Sendable {
             for id in expired {
                 if let observer = s.observers.removeValue(forKey: id) { Self.unindex(observer, in: &s) }
                 s.dirty.remove(id)
+                s.inboxes[id] = nil
             }
             return expired
         }
     }
 
     /// Observers whose cursor or last use changed since the last call, for
-    /// persisting; parked observers count as used now.
+    /// persisting. A parked observer is not rewritten every second: its
+    /// poll's answer marks it used, and expiry skips it while it is parked.
     public func takeDirty(now: Double) -> [ObserverSnapshot] {
         state.withLock { s in
-            for id in s.waiters.keys where s.observers[id] != nil {
-                s.observers[id]!.lastUsed = now
-                s.dirty.insert(id)
-            }
             let snapshots = s.dirty.compactMap { s.observers[$0] }
             s.dirty.removeAll(keepingCapacity: true)
             return snapshots
