@@ -34,6 +34,9 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("retain-changes"), help: "Change-log entries kept (env OBSERVABLE_RETAIN_CHANGES; default 100000).")
     var retainChanges: Int?
 
+    @Option(name: .customLong("max-reads-per-observer"), help: "Most properties one observer may track; more is 422 (env OBSERVABLE_MAX_READS_PER_OBSERVER; default 100000).")
+    var maxReadsPerObserver: Int?
+
     @Option(help: "SQLite synchronous mode, normal or full (env OBSERVABLE_SYNCHRONOUS; default normal).")
     var synchronous: String?
 
@@ -53,6 +56,7 @@ struct Serve: ParsableCommand {
 
         var storeConfiguration = Store.Configuration(databasePath: store.databasePath, migrationsFolder: try store.migrationsFolder())
         storeConfiguration.retainChanges = try setting(retainChanges, "OBSERVABLE_RETAIN_CHANGES", default: 100_000)
+        storeConfiguration.maxReadsPerObserver = try setting(maxReadsPerObserver, "OBSERVABLE_MAX_READS_PER_OBSERVER", default: 100_000)
         let syncName = (setting(synchronous, "OBSERVABLE_SYNCHRONOUS") ?? "normal").uppercased()
         guard let sync = Database.Synchronous(rawValue: syncName) else { throw ValidationError("synchronous must be normal or full") }
         storeConfiguration.synchronous = sync
@@ -76,7 +80,8 @@ struct Serve: ParsableCommand {
             throw ValidationError("OBSERVABLE_READ_TOKEN needs OBSERVABLE_TOKEN as well")
         }
         guard configuration.http.threads >= 1, configuration.http.maxBody >= 1, configuration.limits.maxLongPoll >= 1,
-              configuration.http.connectionLimit >= 1, configuration.http.idleTimeout >= 1, storeConfiguration.retainChanges >= 1
+              configuration.http.connectionLimit >= 1, configuration.http.idleTimeout >= 1, storeConfiguration.retainChanges >= 1,
+              storeConfiguration.maxReadsPerObserver >= 1
         else { throw ValidationError("threads, max-body, max-long-poll, connection-limit, idle-timeout and retain-changes must be positive") }
 
         let application = try Application(configuration: configuration, logger: logger)
