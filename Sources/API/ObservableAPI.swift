@@ -50,6 +50,7 @@ public final class ObservableAPI: Sendable {
         addMemoryGameRoutes(to: router)
         addPostsRoutes(to: router)
         addOpenAPIRoutes(to: router)
+        addPageRoutes(to: router)
         return router.buildResponder(metrics: metrics, policy: policy)
     }
 

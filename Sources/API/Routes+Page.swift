@@ -1,0 +1,3 @@
+extension ObservableAPI {
+    func addPageRoutes(to router: Router) {}
+}
