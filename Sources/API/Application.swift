@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HTTPServer
 import Logging
 import Models
@@ -50,15 +50,18 @@ public final class Application: Sendable {
         store.startBackgroundWork()
         running.store(true, ordering: .releasing)
         let interval = configuration.housekeepingInterval
-        let thread = Thread { [self] in
+        BackgroundThread.start(name: "observable.housekeeping") { [self] in
+            // Short naps, so that stopping does not wait for a whole interval.
+            var next = Date().addingTimeInterval(interval)
             while running.load(ordering: .acquiring) {
-                Thread.sleep(forTimeInterval: interval)
-                if running.load(ordering: .acquiring) { store.maintain() }
+                BackgroundThread.sleep(seconds: 0.05)
+                if running.load(ordering: .acquiring) && Date() >= next {
+                    store.maintain()
+                    next = Date().addingTimeInterval(interval)
+                }
             }
             housekeepingDone.withLock { $0 = true }
         }
-        thread.name = "observable.housekeeping"
-        thread.start()
         logger.info("observable-server listening on \(configuration.http.host):\(port), database \(configuration.store.databasePath)")
     }
 
@@ -70,7 +73,7 @@ public final class Application: Sendable {
         store.stopBackgroundWork()
         let deadline = Date().addingTimeInterval(configuration.housekeepingInterval + 2)
         while !housekeepingDone.withLock({ $0 }) && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
+            BackgroundThread.sleep(seconds: 0.01)
         }
         store.close()
         logger.info("observable-server stopped")

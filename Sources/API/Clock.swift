@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Wall-clock seconds, for observers' last use and TTL.
 enum Clock {

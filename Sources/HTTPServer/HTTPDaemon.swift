@@ -1,5 +1,9 @@
 internal import CMicroHTTPD
-import Foundation
+import Dispatch
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Locks
 import Synchronization
@@ -129,7 +133,7 @@ public final class HTTPDaemon: Sendable {
         let clock = ContinuousClock()
         let end = clock.now + grace
         while inFlight.load(ordering: .acquiring) > 0 && clock.now < end {
-            Thread.sleep(forTimeInterval: 0.01)
+            BackgroundThread.sleep(seconds: 0.01)
         }
         timerRunning.store(false, ordering: .releasing)
         daemon.withLock { $0 = nil }
@@ -167,9 +171,9 @@ public final class HTTPDaemon: Sendable {
 
     private func startTimer() {
         timerRunning.store(true, ordering: .releasing)
-        let thread = Thread { [self] in
+        BackgroundThread.start(name: "observable.deadlines") { [self] in
             while timerRunning.load(ordering: .acquiring) {
-                Thread.sleep(forTimeInterval: 0.01)
+                BackgroundThread.sleep(seconds: 0.01)
                 let expired = lot.withLock { $0.removeExpired(now: .now) }
                 if !expired.isEmpty {
                     // Already removed from the lot: settle and resume directly.
@@ -179,8 +183,6 @@ public final class HTTPDaemon: Sendable {
                 }
             }
         }
-        thread.name = "observable.deadlines"
-        thread.start()
     }
 
     // MARK: - Request lifecycle (called from the C callbacks)

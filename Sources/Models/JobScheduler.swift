@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import Locks
 import Locks
 
 /// Advances server-driven jobs from one thread, whatever their number.
@@ -57,12 +58,10 @@ final class JobScheduler: Sendable {
             return true
         }
         guard begin else { return }
-        let thread = Thread { [self] in
+        BackgroundThread.start(name: "observable.jobs") { [self] in
             run(advance)
             finished.signal()
         }
-        thread.name = "observable.jobs"
-        thread.start()
     }
 
     /// Stops the thread promptly, after the tick in flight (if any) has

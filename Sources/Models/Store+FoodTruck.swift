@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import JSON
 import ModelObservation
 
@@ -24,7 +24,7 @@ extension Store {
 
     static func validateText(_ value: String?, _ field: String) throws(ModelError) {
         guard let value else { return }
-        if value.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+        if value.allSatisfy(\.isWhitespace) {
             throw .unprocessable("\(field) must not be empty")
         }
         if value.count > maxTextLength {

@@ -1,5 +1,5 @@
 internal import CSQLite
-import Foundation
+import FoundationEssentials
 
 /// One SQLite connection.
 ///
@@ -20,7 +20,7 @@ public final class Database: @unchecked Sendable {
     /// Opens (creating when missing) the database file at `path`, creating its
     /// folder, and sets WAL mode.
     public init(path: String, synchronous: Synchronous = .normal) throws(SQLiteError) {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         if !folder.isEmpty {
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Applies the numbered SQL files of a folder (`0001_init.sql`, …) in order,
 /// each in its own transaction, and records each in `schema_migrations`.
@@ -27,8 +30,7 @@ public struct Migrator {
 
     /// Reads every `NNNN_name.sql` file of `folder`, sorted by number.
     public init(folder: String) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard Self.isFolder(folder) else {
             throw MigratorError.folderMissing(folder)
         }
         var found: [Migration] = []
@@ -71,6 +73,11 @@ public struct Migrator {
         return names
     }
 
+    static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
     /// The running executable's path (found through `/proc/self/exe`, so a
     /// binary started by bare name through `PATH` is found too).
     public static var executablePath: String {
@@ -83,10 +90,7 @@ public struct Migrator {
     public static func locateFolder(explicit: String?, executablePath: String = Migrator.executablePath) -> String? {
         if let explicit { return explicit }
         let fm = FileManager.default
-        func isFolder(_ path: String) -> Bool {
-            var isDirectory: ObjCBool = false
-            return fm.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
-        }
+        let isFolder = Self.isFolder
         let cwd = fm.currentDirectoryPath + "/migrations"
         if isFolder(cwd) { return cwd }
         var url = URL(fileURLWithPath: executablePath).resolvingSymlinksInPath().deletingLastPathComponent()

@@ -1,7 +1,10 @@
 import API
 import ArgumentParser
 import Dispatch
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Models
 
@@ -75,7 +78,7 @@ struct Serve: ParsableCommand {
         configuration.access = AccessPolicy(
             writeToken: environment["OBSERVABLE_TOKEN"], readToken: environment["OBSERVABLE_READ_TOKEN"],
             corsOrigins: (environment["OBSERVABLE_CORS_ORIGINS"] ?? "").split(separator: ",")
-                .map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+                .map { String($0.filter { !$0.isWhitespace }) }.filter { !$0.isEmpty })
         if configuration.access.readToken != nil && configuration.access.writeToken == nil {
             throw ValidationError("OBSERVABLE_READ_TOKEN needs OBSERVABLE_TOKEN as well")
         }

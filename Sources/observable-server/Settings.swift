@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Models
 
 /// A setting given by flag, else by its `OBSERVABLE_…` environment variable,
