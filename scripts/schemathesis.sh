@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Checks the live server against docs/openapi.yaml with Schemathesis
+# (`pip install schemathesis`, 4.x): every check, every phase, a bounded
+# number of examples per operation, on a fresh temporary database.
+#
+#   scripts/schemathesis.sh [extra `st run` options]
+#
+# Environment:
+#   OBSERVABLE_SERVER   the server binary; when unset the script builds
+#                       `swift build --product observable-server` and uses
+#                       .build/debug/observable-server
+#   MAX_EXAMPLES        examples per operation and phase (default 30)
+#   SEED                Schemathesis seed, to replay a run
+#   REPORT_DIR          where the JUnit and NDJSON reports go (default: a
+#                       temporary folder, removed afterwards)
+#
+# Exits non-zero when Schemathesis reports a failure or the server does not
+# stop cleanly (exit 0 on SIGTERM).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+if ! command -v st > /dev/null; then
+    echo "schemathesis.sh: the Schemathesis CLI (st) is missing; pip install schemathesis" >&2
+    exit 2
+fi
+if [ -z "${OBSERVABLE_SERVER:-}" ]; then
+    swift build --product observable-server
+fi
+server=${OBSERVABLE_SERVER:-.build/debug/observable-server}
+[ -x "$server" ] || { echo "schemathesis.sh: no server binary at $server" >&2; exit 2; }
+
+work=$(mktemp -d)
+pid=""
+cleanup() {
+    if [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null; then kill -KILL "$pid" 2> /dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+url="http://127.0.0.1:$port"
+"$server" serve --host 127.0.0.1 --port "$port" --database "$work/observable.sqlite" \
+    --migrations "$root/migrations" --log-level warning > "$work/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+    curl -fs "$url/healthz" > /dev/null 2>&1 && break
+    kill -0 "$pid" 2> /dev/null || { cat "$work/server.log" >&2; exit 1; }
+    sleep 0.1
+done
+
+# Some answers depend on the state, not on the request's shape, so a
+# schema-valid request may rightly be refused: a random If-Match tag is not
+# the current version (412); an order names a donut that is not on the menu,
+# progress goes backwards or goes to a job the server advances, a row is
+# full (422). Those operations accept these statuses for valid data too.
+cat > "$work/schemathesis.toml" << 'EOF'
+[[operations]]
+include-operation-id = ["renameTruck", "updateDonut", "deleteDonut", "deleteOrder", "updateDot", "deletePost", "deleteJob", "deleteGame"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "412", "429", "5xx"]
+
+[[operations]]
+include-operation-id = ["createOrder", "reportProgress", "appendDot", "appendRow"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
+EOF
+
+# A long-poll with nothing to report waits its whole timeout (default 30 s,
+# up to 60 s), so polls wait at most 0.2 s here; values outside 0…60 and
+# malformed ones are sent as generated. A `since` ahead of the newest change
+# is refused by design (400), so valid values are kept at or below it.
+cat > "$work/hooks.py" << 'EOF'
+import os
+
+import requests
+import schemathesis
+
+FEED = "/observers/{id}/changes"
+MAX_WAIT = 0.2
+INT64_MAX = 2**63 - 1
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    if case.operation.path != FEED:
+        return
+    query = dict(case.query or {})
+    timeout = query.get("timeout")
+    if timeout is None:
+        query["timeout"] = MAX_WAIT
+    else:
+        try:
+            if MAX_WAIT < float(timeout) <= 60:
+                query["timeout"] = MAX_WAIT
+        except (TypeError, ValueError):
+            pass
+    since = query.get("since")
+    if isinstance(since, str) and since.isascii() and since.isdigit():
+        since = int(since)
+    if isinstance(since, int) and not isinstance(since, bool) and 0 <= since <= INT64_MAX:
+        newest = requests.get(os.environ["OBSERVABLE_URL"] + "/healthz", timeout=5).json()["seq"]
+        query["since"] = min(since, newest)
+    case.query = query
+EOF
+
+# From the temporary folder, so that Schemathesis' own state stays there.
+status=0
+cd "$work"
+OBSERVABLE_URL="$url" SCHEMATHESIS_HOOKS="$work/hooks.py" \
+    st --config-file "$work/schemathesis.toml" run "$root/docs/openapi.yaml" \
+    --url "$url" \
+    --checks all \
+    --max-examples "${MAX_EXAMPLES:-30}" \
+    --request-timeout 10 \
+    --generation-database none \
+    --report junit,ndjson --report-dir "${REPORT_DIR:-$work/report}" \
+    ${SEED:+--seed "$SEED"} \
+    "$@" || status=$?
+cd "$root"
+
+kill -TERM "$pid"
+server_status=0
+wait "$pid" || server_status=$?
+pid=""
+if grep -qi "fatal\|crash" "$work/server.log"; then
+    echo "schemathesis.sh: the server log reports a crash:" >&2
+    cat "$work/server.log" >&2
+    server_status=1
+fi
+if [ "$server_status" -ne 0 ]; then
+    echo "schemathesis.sh: the server exited with $server_status" >&2
+    [ "$status" -ne 0 ] || status=1
+fi
+exit "$status"
