@@ -52,8 +52,8 @@ done
 # Some answers depend on the state, not on the request's shape, so a
 # schema-valid request may rightly be refused: a random If-Match tag is not
 # the current version (412); an order names a donut that is not on the menu,
-# progress goes backwards or goes to a job the server advances, a row is
-# full (422). Those operations accept these statuses for valid data too.
+# progress goes backwards or goes to a job the server advances, a row or
+# the grid is full (422). Those operations accept these statuses for valid data too.
 cat > "$work/schemathesis.toml" << 'EOF'
 [[operations]]
 include-operation-id = ["renameTruck", "updateDonut", "deleteDonut", "deleteOrder", "updateDot", "deletePost", "deleteJob", "deleteGame"]

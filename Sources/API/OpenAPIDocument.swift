@@ -31,6 +31,9 @@ info:
       without a body. A trailing `/` is ignored; unknown query parameters
       are ignored.
     - Ids are server-made UUIDs (lowercase). Grid positions are 0-based.
+    - `fields` is a comma-separated list of field names (spaces around a
+      name are ignored); an unknown name is `400`. With `fields`, an answer
+      holds only those fields (and `id`), and only those are tracked.
     - Tokens are off by default. With `OBSERVABLE_TOKEN` set, every write
       needs `Authorization: Bearer <token>`; with `OBSERVABLE_READ_TOKEN`
       as well, reads (including observers and the change feed) need either
@@ -106,6 +109,63 @@ paths:
             application/json:
               schema:
                 $ref: "#/components/schemas/Observer"
+          links:
+            Show:
+              operationId: getObserver
+              parameters:
+                id: $response.body#/id
+            Poll:
+              operationId: pollChanges
+              parameters:
+                id: $response.body#/id
+            ClearReads:
+              operationId: clearObserverReads
+              parameters:
+                id: $response.body#/id
+            Delete:
+              operationId: deleteObserver
+              parameters:
+                id: $response.body#/id
+            ReadTruck:
+              operationId: getTruck
+              parameters:
+                header.Observer: $response.body#/id
+            ReadOrderCount:
+              operationId: getOrderCount
+              parameters:
+                header.Observer: $response.body#/id
+            ReadDonuts:
+              operationId: listDonuts
+              parameters:
+                header.Observer: $response.body#/id
+            ReadOrders:
+              operationId: listOrders
+              parameters:
+                header.Observer: $response.body#/id
+            ReadAccount:
+              operationId: getAccount
+              parameters:
+                header.Observer: $response.body#/id
+            ReadGrid:
+              operationId: getGrid
+              parameters:
+                header.Observer: $response.body#/id
+            ReadPosts:
+              operationId: listPosts
+              parameters:
+                header.Observer: $response.body#/id
+            ReadStaggeredPosts:
+              operationId: getStaggeredPosts
+              parameters:
+                header.Observer: $response.body#/id
+            ReadJobs:
+              operationId: listJobs
+              parameters:
+                header.Observer: $response.body#/id
+            ReadGames:
+              operationId: listGames
+              parameters:
+                header.Observer: $response.body#/id
         "400":
           $ref: "#/components/responses/BadRequest"
         "401":
@@ -1964,8 +2024,8 @@ components:
       description: >-
         The `ETag` of the resource's current full representation (from a
         `GET` without `fields`, or the answer to the last write), a
-        comma-separated list of tags, or `*`. Anything else is `412` and
-        nothing changes.
+        comma-separated list of tags, or `*`. Anything else, weak tags
+        included, is `412` and nothing changes.
       schema:
         type: string
     ObserverIdPath:
@@ -2447,7 +2507,10 @@ components:
       type: string
       pattern: "^(0|[1-9][0-9]*)$"
     Text:
-      description: Not empty nor only white space; at most 200 characters.
+      description: >-
+        Not empty nor only white space; at most 200 characters. The server
+        counts user-perceived characters (grapheme clusters), so text with
+        combining marks may be longer in code points than `maxLength`.
       type: string
       minLength: 1
       maxLength: 200
