@@ -96,7 +96,7 @@ public struct RouterResponder: HTTPResponder {
 
     private func route(_ request: HTTPRequest, connection: Connection, cors: [(name: String, value: String)]) -> Reply {
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        let segments = parts.last == "" && parts.count > 1 ? Array(parts.dropLast()) : Array(parts)
+        let segments = parts.last == "" ? Array(parts.dropLast()) : Array(parts)
         for route in routes {
             guard let parameters = Self.match(route.segments, segments) else { continue }
             let method = request.method == "HEAD" ? "GET" : request.method
