@@ -69,9 +69,10 @@ extension ObservableAPI {
         return value
     }
 
-    /// Seconds as `12` or `0.5`, from 0 to `max`.
+    /// Seconds as a decimal number (`12`, `0.5`, `1e-3`), from 0 to `max`.
     static func seconds(_ text: String, _ name: String, max: Int) throws -> Duration {
-        let valid = !text.isEmpty && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: ".") }
+        let allowed = Set("0123456789.eE+-".utf8)
+        let valid = !text.isEmpty && text.utf8.allSatisfy { allowed.contains($0) }
         guard valid, let value = Double(text), value.isFinite, value >= 0, value <= Double(max) else {
             throw APIError(400, "\(name) must be a number of seconds from 0 to \(max), not \"\(text)\"")
         }

@@ -10,6 +10,30 @@
 /* MHD_start_daemon and MHD_get_daemon_info are variadic, which Swift cannot
    call: these wrappers pass a fixed set of options. */
 
+/* Percent-decoding for paths and query values that leaves %00 encoded:
+   decoded, a NUL would cut the C string short and a request could name
+   another resource than the one it spelled out. */
+static inline size_t osv_unescape(void *cls, struct MHD_Connection *connection, char *s)
+{
+    (void)cls; (void)connection;
+    char *out = s;
+    for (char *in = s; *in; in++) {
+        if (*in == '%' && in[1] && in[2]) {
+            int high = in[1], low = in[2];
+            int h = (high >= '0' && high <= '9') ? high - '0' : (high >= 'a' && high <= 'f') ? high - 'a' + 10 : (high >= 'A' && high <= 'F') ? high - 'A' + 10 : -1;
+            int l = (low >= '0' && low <= '9') ? low - '0' : (low >= 'a' && low <= 'f') ? low - 'a' + 10 : (low >= 'A' && low <= 'F') ? low - 'A' + 10 : -1;
+            if (h >= 0 && l >= 0 && (h | l) != 0) {
+                *out++ = (char)(h * 16 + l);
+                in += 2;
+                continue;
+            }
+        }
+        *out++ = *in;
+    }
+    *out = 0;
+    return (size_t)(out - s);
+}
+
 struct osv_daemon_options {
     unsigned int thread_pool_size;
     unsigned int connection_limit;
@@ -33,6 +57,7 @@ osv_start_daemon(unsigned int flags, uint16_t port,
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, o->listen_backlog, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
         { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
+        { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)osv_unescape, NULL },
         { o->bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)o->bind_address },
         { MHD_OPTION_END, 0, NULL },
     };

@@ -32,7 +32,8 @@ public final class Statement {
             case .null: rc = sqlite3_bind_null(handle, index)
             case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
             case .real(let v): rc = sqlite3_bind_double(handle, index, v)
-            case .text(let v): rc = sqlite3_bind_text(handle, index, v, -1, osv_sqlite_transient())
+            // An explicit byte count keeps text with U+0000 whole.
+            case .text(let v): rc = sqlite3_bind_text(handle, index, v, Int32(v.utf8.count), osv_sqlite_transient())
             }
             guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
         }
@@ -70,7 +71,8 @@ public final class Statement {
             case SQLITE_NULL: values.append(.null)
             default:
                 if let text = sqlite3_column_text(handle, i) {
-                    values.append(.text(String(cString: text)))
+                    let count = Int(sqlite3_column_bytes(handle, i))
+                    values.append(.text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)))
                 } else {
                     values.append(.null)
                 }

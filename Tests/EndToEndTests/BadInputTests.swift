@@ -134,3 +134,40 @@ import Testing
         #expect(try client.get("/truck/donuts").json["donuts"]?.arrayValue?.count == 4)
     }
 }
+
+@Suite struct EncodingEdgeTests {
+    @Test func textWithNulSurvivesARestartWhole() throws {
+        let folder = temporaryFolder()
+        var server: TestServer? = try TestServer(folder: folder)
+        let created = try server!.client.post("/truck/donuts", ["name": "a\u{0}b"])
+        #expect(created.status == 201)
+        let id = try #require(created.json["id"]?.stringValue)
+        server!.stop()
+        server = nil
+        let again = try TestServer(folder: folder)
+        #expect(try again.client.get("/truck/donuts/\(id)").json["name"] == "a\u{0}b")
+    }
+
+    @Test func anEncodedNulNamesNoResource() throws {
+        let server = try TestServer()
+        let client = server.client
+        #expect(try client.delete("/truck/donuts/\(Seed.maple)%00x").status == 404)
+        #expect(try client.get("/truck%00/donuts").status == 404)
+        #expect(try client.get("/truck/donuts/\(Seed.maple)").status == 200)
+        let observer = try client.observer()
+        #expect(try client.get("/truck?observer=\(observer)%00x").status == 404)
+        // Ordinary escapes still decode.
+        #expect(try client.get("/truck/donuts/\(Seed.maple.replacingOccurrences(of: "-", with: "%2D"))").status == 200)
+    }
+
+    @Test func timeoutAcceptsEveryDecimalSpelling() throws {
+        let server = try TestServer()
+        let observer = try server.client.observer()
+        for spelling in ["1e-3", "0.001", "1E-3", "0", "2.5e-1"] {
+            #expect(try server.client.get("/observers/\(observer)/changes?timeout=\(spelling)").status == 200, "\(spelling)")
+        }
+        for spelling in ["1e2", "-1e-3", "e", "1e", "nan"] {
+            #expect(try server.client.get("/observers/\(observer)/changes?timeout=\(spelling)").status == 400, "\(spelling)")
+        }
+    }
+}
