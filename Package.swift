@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "observable-server", targets: ["observable-server"]),
+        // For the fuzz package in fuzz/, which builds with -sanitize=fuzzer.
+        .library(name: "ObservableServerCore", targets: ["API", "HTTPServer", "Models", "JSON"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
