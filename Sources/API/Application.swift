@@ -32,13 +32,14 @@ public final class Application: Sendable {
         self.configuration = configuration
         self.logger = logger
         store = try Store(configuration: configuration.store, logger: logger)
-        let daemonBox = Locked<HTTPDaemon?>(nil)
+        // Weak: the daemon owns the responder that owns the API that owns this closure.
+        let daemonBox = Locked(Weak<HTTPDaemon>())
         api = ObservableAPI(store: store, limits: configuration.limits, policy: configuration.access) {
-            let daemon = daemonBox.withLock { $0 }
+            let daemon = daemonBox.withLock { $0.object }
             return (daemon?.parkedCount ?? 0, daemon?.connectionCount ?? 0)
         }
         daemon = HTTPDaemon(configuration: configuration.http, responder: api.responder(), logger: logger)
-        daemonBox.withLock { $0 = daemon }
+        daemonBox.withLock { $0.object = daemon }
         api.attach(daemon)
     }
 

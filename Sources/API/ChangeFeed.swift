@@ -40,7 +40,8 @@ final class ChangeFeed: Sendable {
 
     let store: Store
     let metrics: Metrics
-    private let daemon = Locked<HTTPDaemon?>(nil)
+    /// Weak: the daemon owns the responder that owns this feed.
+    private let daemon = Locked(Weak<HTTPDaemon>())
 
     init(store: Store, metrics: Metrics) {
         self.store = store
@@ -48,7 +49,7 @@ final class ChangeFeed: Sendable {
     }
 
     func attach(_ daemon: HTTPDaemon) {
-        self.daemon.withLock { $0 = daemon }
+        self.daemon.withLock { $0.object = daemon }
     }
 
     var registry: ObservationRegistry { store.registry }
@@ -99,7 +100,7 @@ final class ChangeFeed: Sendable {
     }
 
     private func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
-        guard !answers.isEmpty, let daemon = daemon.withLock({ $0 }) else { return }
+        guard !answers.isEmpty, let daemon = daemon.withLock({ $0.object }) else { return }
         for (_, response) in answers { metrics.recordRequest(route: Self.route, status: response.status) }
         daemon.resume(answers)
     }

@@ -30,7 +30,8 @@ public final class ObservableAPI: Sendable {
         self.limits = limits
         self.feed = ChangeFeed(store: store, metrics: metrics)
         self.daemonGauges = daemonGauges
-        store.onWake { [feed] woken in feed.wake(woken) }
+        // Weak: the feed holds the store.
+        store.onWake { [weak feed] woken in feed?.wake(woken) }
     }
 
     /// Lets the change feed resume the connections it parks on `daemon`.

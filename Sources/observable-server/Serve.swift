@@ -1,6 +1,5 @@
 import API
 import ArgumentParser
-import Dispatch
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
@@ -47,6 +46,16 @@ struct Serve: ParsableCommand {
     var logLevel: String?
 
     func run() throws {
+        // SIGTERM and SIGINT are blocked from the first line, in this thread and
+        // so in every thread started later, and taken with `sigwait` once the
+        // server runs: one that arrives while the database opens is kept
+        // pending and stops the server as soon as it has started.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGTERM)
+        sigaddset(&stopSignals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+
         let levelName = setting(logLevel, "OBSERVABLE_LOG_LEVEL") ?? "info"
         guard let level = Logger.Level(rawValue: levelName) else { throw ValidationError("unknown log level \(levelName)") }
         LoggingSystem.bootstrap { label in
@@ -56,6 +65,7 @@ struct Serve: ParsableCommand {
         }
         var logger = Logger(label: "observable")
         logger.logLevel = level
+        logger.info("observable-server starting, pid \(getpid())")
 
         var storeConfiguration = Store.Configuration(databasePath: store.databasePath, migrationsFolder: try store.migrationsFolder())
         storeConfiguration.retainChanges = try setting(retainChanges, "OBSERVABLE_RETAIN_CHANGES", default: 100_000)
@@ -89,24 +99,10 @@ struct Serve: ParsableCommand {
 
         let application = try Application(configuration: configuration, logger: logger)
         try application.start()
-        waitForTermination()
-        logger.info("signal received; stopping")
+        var received: Int32 = 0
+        while sigwait(&stopSignals, &received) != 0 {}
+        logger.info("\(received == SIGINT ? "SIGINT" : "SIGTERM") received; stopping")
         application.stop()
-    }
-
-    /// Blocks until SIGTERM or SIGINT.
-    private func waitForTermination() {
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        let received = DispatchSemaphore(value: 0)
-        let sources = [SIGTERM, SIGINT].map { number in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { received.signal() }
-            source.resume()
-            return source
-        }
-        received.wait()
-        sources.forEach { $0.cancel() }
     }
 }
 

@@ -1,5 +1,8 @@
+import API
 import Foundation
+import HTTPServer
 import JSON
+import Models
 import SQLiteStore
 import Testing
 
@@ -76,6 +79,42 @@ import Testing
         #expect(answer.status == 200)
         #expect(answer.json == ["cursor": 1, "changes": []])
         #expect(server.log.contains("stopped"))
+    }
+
+    /// A SIGTERM that arrives while the server is still opening its database
+    /// and binding its port is not lost: the server stops as soon as it can, with 0.
+    @Test(arguments: [0.0, 0.003, 0.01, 0.03, 0.1])
+    func sigtermWhileStartingStopsTheServerWithZero(delay: Double) throws {
+        let folder = temporaryFolder()
+        let server = try ServerProcess(folder: folder, waitingFor: "starting")
+        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+        let status = server.stop(signal: SIGTERM, within: 10)
+        #expect(status == 0, "log: \(server.log)")
+        #expect(server.process.terminationReason == .exit)
+        #expect(server.log.contains("SIGTERM received"))
+    }
+
+    /// Nothing keeps a stopped application alive: an embedding program can
+    /// start and stop servers without leaking one store, daemon or feed each.
+    @Test func aStoppedApplicationIsReleased() throws {
+        weak var application: API.Application?
+        weak var store: Models.Store?
+        weak var daemon: HTTPServer.HTTPDaemon?
+        try {
+            let server = try TestServer()
+            let client = server.client
+            let id = try client.observer()
+            _ = try client.get("/truck/orderCount", observer: id)
+            _ = try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": 1])
+            #expect(try client.changes(id, since: 0).json.changeList.count == 1)
+            application = server.application
+            store = server.application.store
+            daemon = server.application.daemon
+            server.stop()
+        }()
+        #expect(application == nil)
+        #expect(store == nil)
+        #expect(daemon == nil)
     }
 
     @Test func migrateCommandAppliesMigrationsAndExits() throws {

@@ -14,8 +14,9 @@ final class ServerProcess {
     private(set) var port: UInt16 = 0
     var client: TestClient { TestClient(port: port) }
 
-    /// Starts the server on a free loopback port with its database in `folder`.
-    init(folder: String, arguments: [String] = []) throws {
+    /// Starts the server on a free loopback port with its database in `folder`
+    /// and waits until it listens, or only until its log shows `marker`.
+    init(folder: String, arguments: [String] = [], waitingFor marker: String? = nil) throws {
         logPath = folder + "/server-\(UUID().uuidString).log"
         FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = Self.executable
@@ -27,6 +28,9 @@ final class ServerProcess {
         try process.run()
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
+            if let marker, let text = try? String(contentsOfFile: logPath, encoding: .utf8), text.contains(marker) {
+                return
+            }
             if let text = try? String(contentsOfFile: logPath, encoding: .utf8),
                let range = text.range(of: "listening on 127.0.0.1:")
             {
@@ -37,7 +41,7 @@ final class ServerProcess {
                 }
             }
             guard process.isRunning else { break }
-            Thread.sleep(forTimeInterval: 0.05)
+            Thread.sleep(forTimeInterval: marker == nil ? 0.05 : 0.001)
         }
         process.terminate()
         throw TestHTTPError.io("server did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
