@@ -3,8 +3,10 @@ enum Identifier {
     /// A new id. `SystemRandomNumberGenerator` asks the kernel (getrandom)
     /// without opening a file, unlike `UUID()` here.
     static func make() -> String {
+        // Two 64-bit draws: one `getrandom` each (a byte at a time was 16).
         var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let high = generator.next(), low = generator.next()
+        var bytes = (0..<16).map { i in UInt8(truncatingIfNeeded: (i < 8 ? high : low) >> (UInt64(i % 8) * 8)) }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         let hex = Array("0123456789abcdef".utf8)

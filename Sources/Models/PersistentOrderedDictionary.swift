@@ -6,17 +6,30 @@ import HashTreeCollections
 /// The model state is a value that reads copy and writes change: with a plain
 /// ordered dictionary every write to a large collection (a new order) copied
 /// the whole collection, because the published state still shared it. Here
-/// elements live in fixed-size chunks addressed by their insertion number;
-/// a write copies the chunk it touches and the chunk list, and the key index
-/// is a persistent hash trie.
+/// elements live in small fixed-size chunks addressed by their insertion
+/// number; a write copies the chunk it touches and the paths to it in two
+/// persistent hash tries, so it costs the same with a hundred elements or a
+/// million:
+/// - the chunk index maps a chunk's number to the chunk;
+/// - the key index maps a key's hash to the slot of the newest element with
+///   that hash. Its entries are two integers, so copying a trie node copies
+///   plain memory (no reference counting, unlike string keys). Elements whose
+///   keys share a hash are chained through their slots.
 public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    static var chunkSize: Int { 256 }
+    static var chunkSize: Int { 32 }
+
+    struct Entry {
+        var key: Key
+        var value: Value
+        /// The slot of the next older element whose key has the same hash, or -1.
+        var sameHash: Int
+    }
 
     /// A fixed-size run of slots; shared between copies until one writes.
     final class Chunk: @unchecked Sendable {
         // Mutated only through `uniqueChunk`, after a uniqueness check or a
         // copy, so a chunk another copy can see never changes.
-        var slots: [(key: Key, value: Value)?]
+        var slots: [Entry?]
         var live: Int
 
         init() {
@@ -30,53 +43,105 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
         }
     }
 
-    private var index = TreeDictionary<Key, Int>()
-    private var chunks: [Chunk] = []
+    /// Key hash → slot of the newest element with that hash.
+    private var index = TreeDictionary<Int, Int>()
+    /// Chunk number → chunk. Not an array: a write to a shared array copies
+    /// it whole, and that grew with the collection.
+    private var chunks = TreeDictionary<Int, Chunk>()
+    private var chunkCount = 0
     private var nextSlot = 0
+    public private(set) var count = 0
 
     public init() {}
 
-    public var count: Int { index.count }
-    public var isEmpty: Bool { index.isEmpty }
+    public var isEmpty: Bool { count == 0 }
+
+    private func entry(at slot: Int) -> Entry? {
+        chunks[slot / Self.chunkSize]?.slots[slot % Self.chunkSize]
+    }
+
+    /// The slot holding `key`, if any.
+    private func slot(of key: Key, hash: Int) -> Int? {
+        var candidate = index[hash] ?? -1
+        while candidate >= 0, let entry = entry(at: candidate) {
+            if entry.key == key { return candidate }
+            candidate = entry.sameHash
+        }
+        return nil
+    }
 
     public subscript(key: Key) -> Value? {
         get {
-            guard let slot = index[key] else { return nil }
-            return chunks[slot / Self.chunkSize].slots[slot % Self.chunkSize]?.value
+            slot(of: key, hash: key.hashValue).flatMap { entry(at: $0)?.value }
         }
         set {
+            let hash = key.hashValue
             if let newValue {
-                if let slot = index[key] {
-                    uniqueChunk(slot / Self.chunkSize).slots[slot % Self.chunkSize] = (key, newValue)
+                if let slot = slot(of: key, hash: hash) {
+                    uniqueChunk(slot / Self.chunkSize).slots[slot % Self.chunkSize]!.value = newValue
                 } else {
-                    let slot = nextSlot
-                    nextSlot += 1
-                    if slot / Self.chunkSize == chunks.count { chunks.append(Chunk()) }
-                    let chunk = uniqueChunk(slot / Self.chunkSize)
-                    chunk.slots[slot % Self.chunkSize] = (key, newValue)
-                    chunk.live += 1
-                    index[key] = slot
+                    insert(key, newValue, hash: hash)
                 }
-            } else if let slot = index.removeValue(forKey: key) {
-                let chunk = uniqueChunk(slot / Self.chunkSize)
-                chunk.slots[slot % Self.chunkSize] = nil
-                chunk.live -= 1
+            } else if let slot = slot(of: key, hash: hash) {
+                remove(slot, hash: hash)
             }
         }
     }
 
-    private mutating func uniqueChunk(_ number: Int) -> Chunk {
-        if !isKnownUniquelyReferenced(&chunks[number]) {
-            chunks[number] = Chunk(copying: chunks[number])
+    private mutating func insert(_ key: Key, _ value: Value, hash: Int) {
+        let slot = nextSlot
+        nextSlot += 1
+        if slot / Self.chunkSize == chunkCount {
+            chunks[chunkCount] = Chunk()
+            chunkCount += 1
         }
-        return chunks[number]
+        let chunk = uniqueChunk(slot / Self.chunkSize)
+        chunk.slots[slot % Self.chunkSize] = Entry(key: key, value: value, sameHash: index[hash] ?? -1)
+        chunk.live += 1
+        index[hash] = slot
+        count += 1
+    }
+
+    private mutating func remove(_ slot: Int, hash: Int) {
+        let chunk = uniqueChunk(slot / Self.chunkSize)
+        let next = chunk.slots[slot % Self.chunkSize]!.sameHash
+        chunk.slots[slot % Self.chunkSize] = nil
+        chunk.live -= 1
+        count -= 1
+        if index[hash] == slot {
+            index[hash] = next >= 0 ? next : nil
+            return
+        }
+        // Unlink it from the chain of elements with the same hash.
+        var previous = index[hash] ?? -1
+        while previous >= 0, let entry = entry(at: previous) {
+            if entry.sameHash == slot {
+                uniqueChunk(previous / Self.chunkSize).slots[previous % Self.chunkSize]!.sameHash = next
+                return
+            }
+            previous = entry.sameHash
+        }
+    }
+
+    private mutating func uniqueChunk(_ number: Int) -> Chunk {
+        // The trie's `_modify` moves the value out while it is checked, so a
+        // chunk only this copy holds is not copied again.
+        if !isKnownUniquelyReferenced(&chunks[number]) {
+            chunks[number] = Chunk(copying: chunks[number]!)
+        }
+        return chunks[number]!
+    }
+
+    /// The chunks in insertion order.
+    private var orderedChunks: some Sequence<Chunk> {
+        (0..<chunkCount).lazy.compactMap { chunks[$0] }.filter { $0.live > 0 }
     }
 
     /// The values in insertion order.
     public var values: [Value] {
         var result: [Value] = []
         result.reserveCapacity(count)
-        for chunk in chunks where chunk.live > 0 {
+        for chunk in orderedChunks {
             for case let entry? in chunk.slots { result.append(entry.value) }
         }
         return result
@@ -86,7 +151,7 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
     public var keys: [Key] {
         var result: [Key] = []
         result.reserveCapacity(count)
-        for chunk in chunks where chunk.live > 0 {
+        for chunk in orderedChunks {
             for case let entry? in chunk.slots { result.append(entry.key) }
         }
         return result

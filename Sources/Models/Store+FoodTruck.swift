@@ -106,15 +106,20 @@ extension Store {
         guard Self.quantityRange.contains(quantity) else {
             throw ModelError.unprocessable("quantity must be between 1 and 1000")
         }
+        // The id and the change's JSON do not depend on the state: made
+        // before taking the writer lock, so that writes wait less for it.
+        let id = Identifier.make()
+        let inserted = PendingChange.insert(Order(id: id, donutId: donutId, quantity: quantity, position: 0).representation(),
+                                            into: Truck.ordersPath)
         return try write { tx in
             guard tx.state.truck.donuts[donutId] != nil else {
                 throw ModelError.unprocessable("no donut \(donutId) on the menu")
             }
-            let order = Order(id: Identifier.make(), donutId: donutId, quantity: quantity, position: tx.takePosition())
+            let order = Order(id: id, donutId: donutId, quantity: quantity, position: tx.takePosition())
             try tx.execute("INSERT INTO orders (id, position, donut_id, quantity) VALUES (?, ?, ?, ?)",
                            [.text(order.id), .integer(order.position), .text(donutId), .integer(quantity)])
             tx.state.truck.orders[order.id] = order
-            tx.insert(into: Truck.ordersPath, element: order.representation())
+            tx.appendPending(inserted)
             return order
         }
     }

@@ -66,7 +66,10 @@ public final class Store: Sendable {
     /// properties whose value moved, are committed with the model's rows,
     /// then published and their observers woken.
     public func write<T: Sendable>(_ body: (inout WriteTransaction) throws -> T) throws -> T {
-        let (result, woken) = try writer.withLock { database throws -> (T, [(observer: String, waiter: any ChangeWaiter)]) in
+        // `replaced` is the state before the write: returned so that the last
+        // reference to what the write replaced is dropped after the lock.
+        let (result, woken, replaced) = try writer.withLock {
+            database throws -> (T, [(observer: String, waiter: any ChangeWaiter)], ModelState) in
             let before = current.withLock { $0 }
             var transaction = WriteTransaction(state: before, database: database)
             try database.execute("BEGIN IMMEDIATE", [])
@@ -95,9 +98,10 @@ public final class Store: Sendable {
             // new state then tracks at a seq the registry already knows.
             let woken = registry.publish(committed)
             current.withLock { $0 = state }
-            return (result, woken)
+            return (result, woken, before)
         }
         if !woken.isEmpty, let wake = wake.withLock({ $0 }) { wake(woken) }
+        withExtendedLifetime(replaced) {}
         return result
     }
 

@@ -26,7 +26,7 @@ public struct WriteTransaction: ~Copyable {
     }
 
     mutating func insert(into collection: String, element: Representation) {
-        pending.append(.insert(into: collection, element: JSONWriter.string(element.json), elementKeys: element.reads))
+        pending.append(.insert(element, into: collection))
     }
 
     mutating func remove(from collection: String, element: Representation) {
@@ -65,3 +65,10 @@ extension Substring {
 }
 
 enum Whitespace { case whitespaces }
+
+extension PendingChange {
+    /// The insertion of `element` into `collection`.
+    static func insert(_ element: Representation, into collection: String) -> PendingChange {
+        .insert(into: collection, element: JSONWriter.string(element.json), elementKeys: element.reads)
+    }
+}

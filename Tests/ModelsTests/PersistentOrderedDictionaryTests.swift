@@ -1,19 +1,29 @@
 @testable import Models
 import Testing
 
+/// A key whose hash only has seven values, so that most keys share a hash
+/// with others and the chains of equal hashes are exercised.
+struct CollidingKey: Hashable, Sendable {
+    let number: Int
+    func hash(into hasher: inout Hasher) { hasher.combine(number % 7) }
+}
+
 @Suite struct PersistentOrderedDictionaryTests {
-    @Test func behavesLikeAnInsertionOrderedDictionaryUnderRandomEdits() {
-        var subject = PersistentOrderedDictionary<String, Int>()
-        var keys: [String] = []
-        var values: [String: Int] = [:]
-        var snapshots: [(PersistentOrderedDictionary<String, Int>, [String], [String: Int])] = []
+    /// Random inserts, updates, removals and lookups, compared with a plain
+    /// dictionary plus an array of keys in insertion order; copies taken
+    /// along the way must keep what they saw.
+    func randomEdits<Key: Hashable & Sendable>(keys keyCount: Int, steps: Int, key makeKey: (Int) -> Key) {
+        var subject = PersistentOrderedDictionary<Key, Int>()
+        var keys: [Key] = []
+        var values: [Key: Int] = [:]
+        var snapshots: [(PersistentOrderedDictionary<Key, Int>, [Key], [Key: Int])] = []
         var state: UInt64 = 42
         func next(_ n: Int) -> Int {
             state = state &* 6364136223846793005 &+ 1442695040888963407
             return Int((state >> 33) % UInt64(n))
         }
-        for step in 0..<20_000 {
-            let key = "k\(next(3000))"
+        for step in 0..<steps {
+            let key = makeKey(next(keyCount))
             switch next(4) {
             case 0, 1:
                 if values[key] == nil { keys.append(key) }
@@ -25,15 +35,25 @@ import Testing
             default:
                 #expect(subject[key] == values[key])
             }
-            if step % 2000 == 0 { snapshots.append((subject, keys, values)) }
+            #expect(subject.count == values.count)
+            if step % (steps / 10) == 0 { snapshots.append((subject, keys, values)) }
         }
-        #expect(subject.count == values.count)
         #expect(subject.keys == keys)
         #expect(subject.values == keys.map { values[$0]! })
+        for key in (0..<keyCount).map(makeKey) { #expect(subject[key] == values[key]) }
         // Copies taken earlier never saw the later edits.
         for (copy, keys, values) in snapshots {
             #expect(copy.keys == keys)
             #expect(copy.values == keys.map { values[$0]! })
+            #expect(copy.count == values.count)
         }
+    }
+
+    @Test func behavesLikeAnInsertionOrderedDictionaryUnderRandomEdits() {
+        randomEdits(keys: 3000, steps: 20_000) { "k\($0)" }
+    }
+
+    @Test func keysThatShareAHashStayApart() {
+        randomEdits(keys: 200, steps: 20_000) { CollidingKey(number: $0) }
     }
 }
