@@ -147,7 +147,24 @@ public struct JSONParser {
 
     private mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
-        var scalars = String.UnicodeScalarView()
+        // Most strings have no escapes: validate them in place and decode
+        // the bytes once. An escape or a control character goes on below.
+        let start = index
+        scan: while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                let string = bytes.withUnsafeBufferPointer { String(decoding: $0[start..<index], as: UTF8.self) }
+                index += 1
+                return string
+            case UInt8(ascii: "\\"), 0x00..<0x20:
+                break scan
+            case 0x20..<0x80:
+                index += 1
+            default:
+                _ = try parseUTF8Scalar()
+            }
+        }
+        var scalars = bytes.withUnsafeBufferPointer { String(decoding: $0[start..<index], as: UTF8.self) }.unicodeScalars
         while true {
             guard index < bytes.count else { throw fail("unterminated string") }
             let byte = bytes[index]

@@ -33,9 +33,23 @@ public final class Statement {
             case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
             case .real(let v): rc = sqlite3_bind_double(handle, index, v)
             // An explicit byte count keeps text with U+0000 whole.
-            case .text(let v): rc = sqlite3_bind_text(handle, index, v, Int32(v.utf8.count), osv_sqlite_transient())
+            case .text(let v): rc = bindText(v, at: index)
             }
             guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+        }
+    }
+
+    /// Binds the string's own UTF-8 bytes (no C string is made), copied by
+    /// SQLite; an empty string is text, not NULL.
+    private func bindText(_ text: String, at index: Int32) -> Int32 {
+        var text = text
+        return text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                return sqlite3_bind_text(handle, index, "", 0, osv_sqlite_transient())
+            }
+            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_bind_text(handle, index, $0, Int32(bytes.count), osv_sqlite_transient())
+            }
         }
     }
 

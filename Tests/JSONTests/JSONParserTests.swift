@@ -35,6 +35,23 @@ import Testing
         #expect(try JSONParser.parse("99999999999999999999") == .double(1e20))
     }
 
+    /// Strings are read and written in runs; escapes, control characters and
+    /// multi-byte characters at the start, middle and end of a run.
+    @Test(arguments: ["", "plain", "\"", "a\"b", "ab\\", "\\ab", "é", "aé", "éa", "a\u{1F369}b\nc", "\u{01}x", "x\u{1F}",
+                      "tab\there", "quote\" and é \\ and \u{7F}"])
+    func stringsRoundTrip(text: String) throws {
+        let written = JSONWriter.string(["k": .string(text)])
+        #expect(try JSONParser.parse(written)["k"] == .string(text))
+        #expect(!written.utf8.contains { $0 < 0x20 })
+    }
+
+    @Test func invalidUTF8AfterAPlainPrefixIsRefused() throws {
+        for bytes: [UInt8] in [[0x22, 0x61, 0x62, 0xFF, 0x22], [0x22, 0x61, 0xC3, 0x22], [0x22, 0x61, 0x5C, 0x71, 0x22], [0x22, 0x61, 0x0A, 0x22]] {
+            #expect(throws: JSONParseError.self) { try JSONParser.parse(bytes) }
+        }
+        #expect(try JSONParser.parse([0x22, 0x61, 0x5C, 0x6E, 0xC3, 0xA9, 0x22]) == .string("a\né"))
+    }
+
     @Test func writerRoundTripsAndEscapes() throws {
         let value: JSONValue = ["s": "q\"\\\n\t\u{01}é", "n": nil, "a": [1, 2.5, true]]
         let text = JSONWriter.string(value)
