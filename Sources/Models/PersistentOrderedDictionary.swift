@@ -16,7 +16,7 @@ import HashTreeCollections
 ///   plain memory (no reference counting, unlike string keys). Elements whose
 ///   keys share a hash are chained through their slots.
 public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    static var chunkSize: Int { 32 }
+    static var chunkSize: Int { 16 }
 
     struct Entry {
         var key: Key
