@@ -101,6 +101,11 @@ public final class ObservationRegistry: Sendable {
         state.withLock { $0.index[key]?.isEmpty == false }
     }
 
+    /// Observers that read `key` before `seq`: those a change to it at `seq` reaches.
+    public func readers(of key: PropertyKey, before seq: Int64) -> Set<String> {
+        state.withLock { s in (s.index[key] ?? []).filter { (s.observers[$0]?.reads[key] ?? .max) < seq } }
+    }
+
     /// Observers that read `key` (for tests and diagnostics).
     public func readers(of key: PropertyKey) -> Set<String> {
         state.withLock { $0.index[key] ?? [] }

@@ -113,18 +113,20 @@ public final class Store: Sendable {
              .text(change.keys.map(\.path).joined(separator: "\n")),
              .text(change.impliedReads.map(\.path).joined(separator: "\n"))])
         // Whoever reads a collection has read the elements it is told about.
-        // The registry knows every persisted read (it records a read before
-        // persisting it, under this same lock), so a key nobody reads needs
-        // no query.
+        // The registry knows every read (it records one before persisting it,
+        // and persisting takes this same lock), so it names the receivers;
+        // one that has just been deleted is skipped by the EXISTS.
         guard !change.impliedReads.isEmpty else { return }
-        for key in change.keys where registry.hasReaders(of: key) {
+        var receivers = Set<String>()
+        for key in change.keys { receivers.formUnion(registry.readers(of: key, before: change.seq)) }
+        for id in receivers {
             for implied in change.impliedReads {
                 try database.execute(
                     """
                     INSERT OR IGNORE INTO observer_reads (observer_id, path, read_seq)
-                    SELECT observer_id, ?, ? FROM observer_reads WHERE path = ? AND read_seq < ?
+                    SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM observers WHERE id = ?)
                     """,
-                    [.text(implied.path), .integer(change.seq), .text(key.path), .integer(change.seq)])
+                    [.text(id), .text(implied.path), .integer(change.seq), .text(id)])
             }
         }
     }

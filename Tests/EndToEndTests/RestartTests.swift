@@ -37,6 +37,39 @@ import Testing
         #expect(next.changeList == [["seq": 6, "path": "/truck/orderCount", "op": "set", "old": 1, "new": 2]])
     }
 
+    /// An observer of a collection has read the elements inserted later
+    /// (SPEC 3a), and still has after a restart; one that did not read the
+    /// collection, or was deleted, gained nothing.
+    @Test func readsImpliedByInsertsSurviveARestart() throws {
+        let folder = temporaryFolder()
+        var first: TestServer? = try TestServer(folder: folder)
+        let client = first!.client
+        let reader = try client.observer()
+        let bystander = try client.observer()
+        let deleted = try client.observer()
+        _ = try client.get("/truck/donuts", observer: reader)
+        _ = try client.get("/truck/donuts", observer: deleted)
+        _ = try client.get("/truck?fields=name", observer: bystander)
+        #expect(try client.delete("/observers/\(deleted)").status == 204)
+        let created = try client.post("/truck/donuts", ["name": "Cruller"])
+        let donut = try #require(created.json["id"]?.stringValue)
+        let cursor = try #require(try client.changes(reader, since: 0).json["cursor"]?.intValue)
+        first!.stop()
+        first = nil
+
+        let second = try TestServer(folder: folder)
+        let again = second.client
+        let reads = try again.get("/observers/\(reader)").json["reads"]?.arrayValue ?? []
+        #expect(reads.contains(.string("/truck/donuts/\(donut)/name")))
+        #expect(try again.get("/observers/\(bystander)").json["reads"] == ["/truck/name"])
+        _ = try again.patch("/truck/donuts/\(donut)", ["name": "French Cruller"])
+        let changes = try again.changes(reader, since: Int64(cursor)).json
+        #expect(changes.changeList.map { $0["path"] } == [.string("/truck/donuts/\(donut)/name")])
+        #expect(try again.changes(bystander, since: Int64(cursor)).json.changeList.isEmpty)
+        let database = try SQLiteStore.Database(path: folder + "/observable.sqlite")
+        #expect(try database.rows("SELECT COUNT(*) FROM observer_reads WHERE observer_id = ?", [.text(deleted)]).first?[0] == .integer(0))
+    }
+
     @Test func acknowledgedWritesSurviveKillNine() throws {
         let folder = temporaryFolder()
         let server = try ServerProcess(folder: folder)
