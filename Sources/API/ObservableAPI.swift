@@ -94,7 +94,10 @@ public final class ObservableAPI: Sendable {
 
     /// A JSON answer to a write.
     static func written(_ json: JSONValue, status: Int = 200, location: String? = nil) -> Reply {
-        let body = JSONWriter.bytes(json)
+        written(JSONWriter.bytes(json), status: status, location: location)
+    }
+
+    static func written(_ body: [UInt8], status: Int = 200, location: String? = nil) -> Reply {
         var response = HTTPResponse(status: status, body: body)
         response.setHeader("Content-Type", "application/json")
         response.setHeader("ETag", Representation.etag(of: body))

@@ -46,8 +46,8 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: ["donutId", "quantity"])
             guard let donutId = try body.string("donutId") else { throw APIError(422, "donutId is required") }
             guard let quantity = try body.integer("quantity") else { throw APIError(422, "quantity is required") }
-            let order = try store.addOrder(donutId: donutId, quantity: quantity)
-            return Self.written(order.representation().json, status: 201, location: order.path)
+            let (order, json) = try store.addOrder(donutId: donutId, quantity: quantity)
+            return Self.written(json, status: 201, location: order.path)
         }
         router.get("/truck/orders/:id") { [self] context in
             let id = context.parameter("id")

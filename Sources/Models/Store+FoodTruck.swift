@@ -102,16 +102,19 @@ extension Store {
     }
 
     /// Places an order; `orderCount` moves with it in the same transaction.
-    public func addOrder(donutId: String, quantity: Int64) throws -> Order {
+    /// Returns the order and its JSON (the body of the answer).
+    public func addOrder(donutId: String, quantity: Int64) throws -> (order: Order, json: [UInt8]) {
         guard Self.quantityRange.contains(quantity) else {
             throw ModelError.unprocessable("quantity must be between 1 and 1000")
         }
         // The id and the change's JSON do not depend on the state: made
         // before taking the writer lock, so that writes wait less for it.
         let id = Identifier.make()
-        let inserted = PendingChange.insert(Order(id: id, donutId: donutId, quantity: quantity, position: 0).representation(),
-                                            into: Truck.ordersPath)
-        return try write { tx in
+        let representation = Order(id: id, donutId: donutId, quantity: quantity, position: 0).representation()
+        let json = JSONWriter.bytes(representation.json)
+        let inserted = PendingChange.insert(into: Truck.ordersPath, element: String(decoding: json, as: UTF8.self),
+                                            elementKeys: representation.reads)
+        let order = try write { tx in
             guard tx.state.truck.donuts[donutId] != nil else {
                 throw ModelError.unprocessable("no donut \(donutId) on the menu")
             }
@@ -122,6 +125,7 @@ extension Store {
             tx.appendPending(inserted)
             return order
         }
+        return (order, json)
     }
 
     /// Cancels an order.
