@@ -77,6 +77,13 @@ public struct JSONObject: Sendable, Equatable {
         }
     }
 
+    /// Adds `key` at the end without looking for it first: for builders that
+    /// know their keys are distinct (a duplicate would be written twice).
+    public mutating func append(_ key: String, _ value: JSONValue) {
+        assert(!entries.contains { $0.key == key }, "duplicate key \(key)")
+        entries.append((key, value))
+    }
+
     public var keys: [String] { entries.map(\.key) }
     public var count: Int { entries.count }
 

@@ -1,19 +1,33 @@
 /// One observable property, named by its path in the API:
 /// `/truck/name`, `/truck/donuts/{id}/name`, `/truck/orderCount`. A
 /// collection's membership is keyed by the collection's path (`/truck/donuts`).
+///
+/// The path's hash is computed once, when the key is made: a key is looked up
+/// many times (the observer's reads, the reverse index, every change), and
+/// a model keeps the keys of its elements.
 public struct PropertyKey: Hashable, Comparable, Sendable, CustomStringConvertible {
     public let path: String
+    private let pathHash: Int
 
     public init(_ path: String) {
         self.path = path
+        pathHash = path.hashValue
     }
 
     /// The key of property `name` of the resource at `resource`.
     public init(_ resource: String, _ name: String) {
-        self.path = resource + "/" + name
+        self.init(resource + "/" + name)
     }
 
     public var description: String { path }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(pathHash)
+    }
+
+    public static func == (a: PropertyKey, b: PropertyKey) -> Bool {
+        a.pathHash == b.pathHash && a.path == b.path
+    }
 
     public static func < (a: PropertyKey, b: PropertyKey) -> Bool { a.path < b.path }
 }

@@ -14,8 +14,22 @@ public struct Donut: Sendable, Equatable {
     public var glaze: String?
     public var topping: String?
     let position: Int64
+    /// `/truck/donuts/{id}`, and the keys of `writableFields` in their order:
+    /// made once, since every read of the donut tracks them.
+    public let path: String
+    let fieldKeys: [PropertyKey]
 
-    public var path: String { Truck.donutsPath + "/" + id }
+    init(id: String, name: String, dough: String, glaze: String?, topping: String?, position: Int64) {
+        self.id = id
+        self.name = name
+        self.dough = dough
+        self.glaze = glaze
+        self.topping = topping
+        self.position = position
+        let path = Truck.donutsPath + "/" + id
+        self.path = path
+        fieldKeys = Self.writableFields.map { PropertyKey(path, $0) }
+    }
 
     public func value(of field: String) -> JSONValue {
         switch field {
@@ -31,12 +45,12 @@ public struct Donut: Sendable, Equatable {
     public func representation(_ selection: FieldSelection = .all) -> Representation {
         var builder = RepresentationBuilder(resource: path)
         builder.constant("id", .string(id))
-        for field in Self.writableFields { builder.field(field, value(of: field), selection) }
+        for (field, key) in zip(Self.writableFields, fieldKeys) { builder.field(field, value(of: field), key: key, selection) }
         return builder.representation
     }
 
     /// Every property key of this donut (what an observer of it may read).
-    public var keys: [PropertyKey] { Self.writableFields.map { PropertyKey(path, $0) } }
+    public var keys: [PropertyKey] { fieldKeys }
 }
 
 /// An order of some donuts.

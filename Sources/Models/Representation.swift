@@ -79,14 +79,22 @@ struct RepresentationBuilder {
     }
 
     /// A field that cannot change (an id): in the body, not a read.
+    // Each name is given once per builder (the models' field lists), so the
+    // object is appended to without a search.
     mutating func constant(_ name: String, _ value: JSONValue) {
-        object[name] = value
+        object.append(name, value)
     }
 
     mutating func field(_ name: String, _ value: JSONValue, _ selection: FieldSelection = .all) {
+        let resource = resource
+        field(name, value, key: PropertyKey(resource, name), selection)
+    }
+
+    /// A field whose key the caller already has (`resource/name`).
+    mutating func field(_ name: String, _ value: JSONValue, key: @autoclosure () -> PropertyKey, _ selection: FieldSelection = .all) {
         guard selection.includes(name) else { return }
-        object[name] = value
-        reads.append(PropertyKey(resource, name))
+        object.append(name, value)
+        reads.append(key())
     }
 
     /// A nested collection: its membership key plus whatever its elements read.
@@ -94,7 +102,7 @@ struct RepresentationBuilder {
     mutating func collection(_ name: String, _ elements: @autoclosure () -> [Representation], _ selection: FieldSelection = .all) {
         guard selection.includes(name) else { return }
         let elements = elements()
-        object[name] = .array(elements.map(\.json))
+        object.append(name, .array(elements.map(\.json)))
         reads.append(PropertyKey(resource, name))
         for element in elements { reads.append(contentsOf: element.reads) }
     }

@@ -52,6 +52,12 @@ import Testing
         #expect(try JSONParser.parse([0x22, 0x61, 0x5C, 0x6E, 0xC3, 0xA9, 0x22]) == .string("a\né"))
     }
 
+    @Test(arguments: [Int64.min, Int64.min + 1, -1000, -1, 0, 7, 10, 1234567890, Int64.max])
+    func integersAreWrittenInDecimal(value: Int64) throws {
+        #expect(JSONWriter.string(.int(value)) == String(value))
+        #expect(try JSONParser.parse(JSONWriter.string(.int(value))) == .int(value))
+    }
+
     @Test func writerRoundTripsAndEscapes() throws {
         let value: JSONValue = ["s": "q\"\\\n\t\u{01}é", "n": nil, "a": [1, 2.5, true]]
         let text = JSONWriter.string(value)
