@@ -11,11 +11,21 @@ public struct HTTPResponse: Sendable {
     }
 
     public mutating func setHeader(_ name: String, _ value: String) {
-        headers.removeAll { $0.name.lowercased() == name.lowercased() }
+        if headers.contains(where: { sameHeaderName($0.name, name) }) {
+            headers.removeAll { sameHeaderName($0.name, name) }
+        }
         headers.append((name, value))
     }
 
     public func header(_ name: String) -> String? {
-        headers.last { $0.name.lowercased() == name.lowercased() }?.value
+        headers.last { sameHeaderName($0.name, name) }?.value
+    }
+}
+
+/// Whether two header names are equal ignoring ASCII case (header names are
+/// ASCII tokens), without making lower-cased copies.
+func sameHeaderName(_ a: String, _ b: String) -> Bool {
+    a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
+        x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
     }
 }
