@@ -82,6 +82,26 @@ public struct RouterResponder: HTTPResponder {
     let routes: [Route]
     let metrics: Metrics
     let policy: AccessPolicy
+    /// Routes without parameters by their path, for the paths that no
+    /// earlier route also matches: found without splitting the path.
+    let literalRoutes: [String: Int]
+
+    init(routes: [Route], metrics: Metrics, policy: AccessPolicy) {
+        self.routes = routes
+        self.metrics = metrics
+        self.policy = policy
+        var literalRoutes: [String: Int] = [:]
+        for (index, route) in routes.enumerated() {
+            let literals: [Substring] = route.segments.compactMap {
+                if case .literal(let literal) = $0 { return Substring(literal) } else { return nil }
+            }
+            guard literals.count == route.segments.count,
+                  !routes[..<index].contains(where: { Self.match($0.segments, literals) != nil })
+            else { continue }
+            literalRoutes["/" + literals.joined(separator: "/")] = index
+        }
+        self.literalRoutes = literalRoutes
+    }
 
     public func respond(to request: HTTPRequest, connection: Connection) -> Reply {
         let cors = policy.corsHeaders(for: request)
@@ -95,37 +115,48 @@ public struct RouterResponder: HTTPResponder {
     }
 
     private func route(_ request: HTTPRequest, connection: Connection, cors: [(name: String, value: String)]) -> Reply {
+        var path = Substring(request.path)
+        if path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
+        if let index = literalRoutes[String(path)] {
+            return dispatch(request, to: routes[index], parameters: [:], connection: connection, cors: cors)
+        }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let segments = parts.last == "" ? Array(parts.dropLast()) : Array(parts)
         for route in routes {
             guard let parameters = Self.match(route.segments, segments) else { continue }
-            let method = request.method == "HEAD" ? "GET" : request.method
-            if method == "OPTIONS", !cors.isEmpty {
-                // A CORS preflight from an allowed origin.
-                var allowed = route.handlers.keys.sorted()
-                if allowed.contains("GET") { allowed.append("HEAD") }
-                let response = HTTPResponse(status: 204, headers: AccessPolicy.preflightHeaders(methods: allowed))
-                return record(.response(response), route: route.pattern)
-            }
-            guard let (access, handler) = route.handlers[method] else {
-                var allowed = route.handlers.keys.sorted()
-                if allowed.contains("GET") { allowed.append("HEAD") }
-                let response = Problem.response(405, "Method Not Allowed", "\(request.method) is not allowed on \(request.path)",
-                                                headers: [("Allow", allowed.joined(separator: ", "))])
-                return record(.response(response), route: route.pattern)
-            }
-            if let denied = policy.deny(request, access: access) {
-                return record(.response(denied), route: route.pattern)
-            }
-            let context = RouteContext(request: request, parameters: parameters, connection: connection, route: route.pattern,
-                                       corsHeaders: cors)
-            do {
-                return record(try handler(context), route: route.pattern)
-            } catch {
-                return record(.response(APIError.response(for: error)), route: route.pattern)
-            }
+            return dispatch(request, to: route, parameters: parameters, connection: connection, cors: cors)
         }
         return record(.response(Problem.response(404, "Not Found", "No resource at \(request.path)")), route: "unmatched")
+    }
+
+    private func dispatch(_ request: HTTPRequest, to route: Route, parameters: [String: String], connection: Connection,
+                          cors: [(name: String, value: String)]) -> Reply
+    {
+        let method = request.method == "HEAD" ? "GET" : request.method
+        if method == "OPTIONS", !cors.isEmpty {
+            // A CORS preflight from an allowed origin.
+            var allowed = route.handlers.keys.sorted()
+            if allowed.contains("GET") { allowed.append("HEAD") }
+            let response = HTTPResponse(status: 204, headers: AccessPolicy.preflightHeaders(methods: allowed))
+            return record(.response(response), route: route.pattern)
+        }
+        guard let (access, handler) = route.handlers[method] else {
+            var allowed = route.handlers.keys.sorted()
+            if allowed.contains("GET") { allowed.append("HEAD") }
+            let response = Problem.response(405, "Method Not Allowed", "\(request.method) is not allowed on \(request.path)",
+                                            headers: [("Allow", allowed.joined(separator: ", "))])
+            return record(.response(response), route: route.pattern)
+        }
+        if let denied = policy.deny(request, access: access) {
+            return record(.response(denied), route: route.pattern)
+        }
+        let context = RouteContext(request: request, parameters: parameters, connection: connection, route: route.pattern,
+                                   corsHeaders: cors)
+        do {
+            return record(try handler(context), route: route.pattern)
+        } catch {
+            return record(.response(APIError.response(for: error)), route: route.pattern)
+        }
     }
 
     private func record(_ reply: Reply, route: String) -> Reply {
