@@ -22,6 +22,13 @@ public final class ObservationRegistry: Sendable {
         /// publish time through the reverse index, so a poll reads its own
         /// short list instead of scanning the log.
         var inboxes: [String: Inbox] = [:]
+
+        /// The observers a change to `key` at `seq` reaches: those that read
+        /// `key` before it.
+        func readers(of key: PropertyKey, before seq: Int64) -> [String] {
+            guard let ids = index[key] else { return [] }
+            return ids.filter { (observers[$0]?.reads[key] ?? .max) < seq }
+        }
     }
 
     /// The seqs of the changes one observer receives after `floor`. A poll
@@ -96,14 +103,9 @@ public final class ObservationRegistry: Sendable {
         state.withLock { $0.observers[id] }
     }
 
-    /// Whether any observer has read `key`.
-    public func hasReaders(of key: PropertyKey) -> Bool {
-        state.withLock { $0.index[key]?.isEmpty == false }
-    }
-
     /// Observers that read `key` before `seq`: those a change to it at `seq` reaches.
-    public func readers(of key: PropertyKey, before seq: Int64) -> Set<String> {
-        state.withLock { s in (s.index[key] ?? []).filter { (s.observers[$0]?.reads[key] ?? .max) < seq } }
+    public func readers(of key: PropertyKey, before seq: Int64) -> [String] {
+        state.withLock { $0.readers(of: key, before: seq) }
     }
 
     /// Observers that read `key` (for tests and diagnostics).
@@ -224,12 +226,7 @@ public final class ObservationRegistry: Sendable {
                 s.log.append(change)
                 s.lastSeq = change.seq
                 var receivers = Set<String>()
-                for key in change.keys {
-                    guard let ids = s.index[key] else { continue }
-                    for id in ids where (s.observers[id]?.reads[key] ?? .max) < change.seq {
-                        receivers.insert(id)
-                    }
-                }
+                for key in change.keys { receivers.formUnion(s.readers(of: key, before: change.seq)) }
                 for id in receivers {
                     s.inboxes[id, default: Inbox(floor: change.seq - 1)].seqs.append(change.seq)
                     for key in change.impliedReads where s.observers[id]?.reads[key] == nil {

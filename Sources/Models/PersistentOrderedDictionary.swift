@@ -60,35 +60,38 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
         chunks[slot / Self.chunkSize]?.slots[slot % Self.chunkSize]
     }
 
-    /// The slot holding `key`, if any.
-    private func slot(of key: Key, hash: Int) -> Int? {
-        var candidate = index[hash] ?? -1
+    /// The slot holding `key`, if any, and the newest slot with its hash
+    /// (-1 for none), where a new element with that hash is chained.
+    private func find(_ key: Key, hash: Int) -> (slot: Int?, newest: Int) {
+        let newest = index[hash] ?? -1
+        var candidate = newest
         while candidate >= 0, let entry = entry(at: candidate) {
-            if entry.key == key { return candidate }
+            if entry.key == key { return (candidate, newest) }
             candidate = entry.sameHash
         }
-        return nil
+        return (nil, newest)
     }
 
     public subscript(key: Key) -> Value? {
         get {
-            slot(of: key, hash: key.hashValue).flatMap { entry(at: $0)?.value }
+            find(key, hash: key.hashValue).slot.flatMap { entry(at: $0)?.value }
         }
         set {
             let hash = key.hashValue
+            let found = find(key, hash: hash)
             if let newValue {
-                if let slot = slot(of: key, hash: hash) {
+                if let slot = found.slot {
                     uniqueChunk(slot / Self.chunkSize).slots[slot % Self.chunkSize]!.value = newValue
                 } else {
-                    insert(key, newValue, hash: hash)
+                    insert(key, newValue, hash: hash, after: found.newest)
                 }
-            } else if let slot = slot(of: key, hash: hash) {
+            } else if let slot = found.slot {
                 remove(slot, hash: hash)
             }
         }
     }
 
-    private mutating func insert(_ key: Key, _ value: Value, hash: Int) {
+    private mutating func insert(_ key: Key, _ value: Value, hash: Int, after newest: Int) {
         let slot = nextSlot
         nextSlot += 1
         if slot / Self.chunkSize == chunkCount {
@@ -96,7 +99,7 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
             chunkCount += 1
         }
         let chunk = uniqueChunk(slot / Self.chunkSize)
-        chunk.slots[slot % Self.chunkSize] = Entry(key: key, value: value, sameHash: index[hash] ?? -1)
+        chunk.slots[slot % Self.chunkSize] = Entry(key: key, value: value, sameHash: newest)
         chunk.live += 1
         index[hash] = slot
         count += 1
