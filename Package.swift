@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "SQLiteStore"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["API", "HTTPServer", "Models", "JSON", "SQLiteStore"]

@@ -46,6 +46,7 @@ public struct APIError: Error {
             case .notFound: status = 404
             case .unprocessable: status = 422
             case .preconditionFailed: status = 412
+            case .unavailable: status = 503
             }
             return Problem.response(status, title(for: status), error.detail)
         case let error as SQLiteError where error.isBusy:

@@ -21,8 +21,8 @@ public final class Metrics: Sendable {
         wakeups.add(count, ordering: .relaxed)
     }
 
-    /// The exposition text; `gauges` are name, help and value.
-    func render(gauges: [(name: String, help: String, value: Int64)]) -> String {
+    /// The exposition text; `counters` and `gauges` are name, help and value.
+    func render(counters: [(name: String, help: String, value: Int64)] = [], gauges: [(name: String, help: String, value: Int64)]) -> String {
         var out = "# HELP observable_http_requests_total HTTP requests answered, by route and status.\n"
         out += "# TYPE observable_http_requests_total counter\n"
         let counts = requests.withLock { $0 }
@@ -32,6 +32,9 @@ public final class Metrics: Sendable {
         out += "# HELP observable_longpoll_wakeups_total Parked long-polls woken by a change they read.\n"
         out += "# TYPE observable_longpoll_wakeups_total counter\n"
         out += "observable_longpoll_wakeups_total \(wakeups.load(ordering: .relaxed))\n"
+        for counter in counters {
+            out += "# HELP \(counter.name) \(counter.help)\n# TYPE \(counter.name) counter\n\(counter.name) \(counter.value)\n"
+        }
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
         }

@@ -92,20 +92,43 @@ public final class ObservableAPI: Sendable {
         return response
     }
 
+    /// Commits `prepared` together with the writes waiting beside it, the
+    /// connection suspended meanwhile, and answers with `answer`'s response
+    /// once it is committed (problem+json when it failed).
+    func commit<T: Sendable>(_ context: RouteContext, _ prepared: PreparedWrite<T>,
+                             answer: @escaping @Sendable (T) -> HTTPResponse) throws -> Reply
+    {
+        guard let suspended = context.connection.suspend() else {
+            // The server is stopping: commit alone, now.
+            return .response(answer(try store.write(prepared)))
+        }
+        store.submit(prepared) { [metrics] result in
+            var response: HTTPResponse
+            switch result {
+            case .success(let value): response = answer(value)
+            case .failure(let error): response = APIError.response(for: error)
+            }
+            for header in context.corsHeaders { response.setHeader(header.name, header.value) }
+            metrics.recordRequest(route: context.route, status: response.status)
+            suspended.answer(response)
+        }
+        return .parked
+    }
+
     /// A JSON answer to a write.
-    static func written(_ json: JSONValue, status: Int = 200, location: String? = nil) -> Reply {
+    static func written(_ json: JSONValue, status: Int = 200, location: String? = nil) -> HTTPResponse {
         written(JSONWriter.bytes(json), status: status, location: location)
     }
 
-    static func written(_ body: [UInt8], status: Int = 200, location: String? = nil) -> Reply {
+    static func written(_ body: [UInt8], status: Int = 200, location: String? = nil) -> HTTPResponse {
         var response = HTTPResponse(status: status, body: body)
         response.setHeader("Content-Type", "application/json")
         response.setHeader("ETag", Representation.etag(of: body))
         if let location { response.setHeader("Location", location) }
-        return .response(response)
+        return response
     }
 
-    static let noContent = Reply.response(HTTPResponse(status: 204))
+    static let noContent = HTTPResponse(status: 204)
 }
 
 extension Substring {

@@ -9,14 +9,14 @@ extension ObservableAPI {
         }
         router.post("/grid/random") { [self] context in
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
-            return Self.written(Self.placed(try store.animateRandomDot()))
+            return .response(Self.written(Self.placed(try store.animateRandomDot())))
         }
         router.post("/grid/rows") { [self] context in
             let body = try RequestBody(context.request, allowed: ["dots"])
             guard let count = try body.integer("dots") else { throw APIError(422, "dots is required") }
             let (row, dots) = try store.appendRow(dots: count)
             let json: JSONValue = ["row": .int(Int64(row)), "dots": .array(dots.map { $0.representation().json })]
-            return Self.written(json, status: 201, location: DotGrid.rowsPath + "/\(row)")
+            return .response(Self.written(json, status: 201, location: DotGrid.rowsPath + "/\(row)"))
         }
         router.get("/grid/rows/:row") { [self] context in
             let row = context.parameter("row")
@@ -31,7 +31,7 @@ extension ObservableAPI {
             let row = context.parameter("row")
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
             guard let index = Self.position(row) else { throw APIError(404, "no row \(row)") }
-            return Self.written(Self.placed(try store.appendDot(toRow: index)))
+            return .response(Self.written(Self.placed(try store.appendDot(toRow: index))))
         }
         router.get("/grid/rows/:row/dots/:col") { [self] context in
             let row = context.parameter("row")
@@ -54,11 +54,11 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: Dot.writableFields)
             let fields = DotFields(isTapAnimated: try body.bool("isTapAnimated"), isRandomAnimated: try body.bool("isRandomAnimated"))
             let dot = try store.updateDot(context.parameter("id"), fields, ifMatch: context.request.header("If-Match"))
-            return Self.written(dot.representation().json)
+            return .response(Self.written(dot.representation().json))
         }
         router.post("/grid/dots/:id/tap") { [self] context in
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
-            return Self.written(try store.tapDot(context.parameter("id")).representation().json)
+            return .response(Self.written(try store.tapDot(context.parameter("id")).representation().json))
         }
     }
 

@@ -9,8 +9,8 @@ extension ObservableAPI {
         }
         router.patch("/truck") { [self] context in
             let body = try RequestBody(context.request, allowed: ["name"])
-            let truck = try store.renameTruck(to: try body.string("name"), ifMatch: context.request.header("If-Match"))
-            return Self.written(truck.representation().json)
+            let write = try Writes.renameTruck(to: try body.string("name"), ifMatch: context.request.header("If-Match"))
+            return try commit(context, write) { truck in Self.written(truck.representation().json) }
         }
         router.get("/truck/orderCount") { [self] context in
             try read(context, fields: ["orderCount"]) { state, _ in state.truck.orderCountRepresentation }
@@ -20,8 +20,9 @@ extension ObservableAPI {
         }
         router.post("/truck/donuts") { [self] context in
             let body = try RequestBody(context.request, allowed: Donut.writableFields)
-            let donut = try store.addDonut(try Self.donutFields(body))
-            return Self.written(donut.representation().json, status: 201, location: donut.path)
+            return try commit(context, try Writes.addDonut(try Self.donutFields(body))) { donut in
+                Self.written(donut.representation().json, status: 201, location: donut.path)
+            }
         }
         router.get("/truck/donuts/:id") { [self] context in
             let id = context.parameter("id")
@@ -32,12 +33,11 @@ extension ObservableAPI {
         }
         router.patch("/truck/donuts/:id") { [self] context in
             let body = try RequestBody(context.request, allowed: Donut.writableFields)
-            let donut = try store.updateDonut(context.parameter("id"), try Self.donutFields(body), ifMatch: context.request.header("If-Match"))
-            return Self.written(donut.representation().json)
+            let write = try Writes.updateDonut(context.parameter("id"), try Self.donutFields(body), ifMatch: context.request.header("If-Match"))
+            return try commit(context, write) { donut in Self.written(donut.representation().json) }
         }
         router.delete("/truck/donuts/:id") { [self] context in
-            try store.deleteDonut(context.parameter("id"), ifMatch: context.request.header("If-Match"))
-            return Self.noContent
+            try commit(context, Writes.deleteDonut(context.parameter("id"), ifMatch: context.request.header("If-Match"))) { Self.noContent }
         }
         router.get("/truck/orders") { [self] context in
             try read(context, fields: Order.fields) { state, fields in state.truck.orderList(fields) }
@@ -46,8 +46,9 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: ["donutId", "quantity"])
             guard let donutId = try body.string("donutId") else { throw APIError(422, "donutId is required") }
             guard let quantity = try body.integer("quantity") else { throw APIError(422, "quantity is required") }
-            let (order, json) = try store.addOrder(donutId: donutId, quantity: quantity)
-            return Self.written(json, status: 201, location: order.path)
+            return try commit(context, try Writes.addOrder(donutId: donutId, quantity: quantity)) { order, json in
+                Self.written(json, status: 201, location: order.path)
+            }
         }
         router.get("/truck/orders/:id") { [self] context in
             let id = context.parameter("id")
@@ -57,8 +58,7 @@ extension ObservableAPI {
             }
         }
         router.delete("/truck/orders/:id") { [self] context in
-            try store.deleteOrder(context.parameter("id"), ifMatch: context.request.header("If-Match"))
-            return Self.noContent
+            try commit(context, Writes.deleteOrder(context.parameter("id"), ifMatch: context.request.header("If-Match"))) { Self.noContent }
         }
     }
 

@@ -10,7 +10,7 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: ["total", "step", "intervalMs"])
             guard let total = try body.integer("total") else { throw APIError(422, "total is required") }
             let job = try store.createJob(total: total, step: try body.integer("step"), intervalMs: try body.integer("intervalMs"))
-            return Self.written(job.representation().json, status: 201, location: job.path)
+            return .response(Self.written(job.representation().json, status: 201, location: job.path))
         }
         router.get("/jobs/:id") { [self] context in
             let id = context.parameter("id")
@@ -21,13 +21,13 @@ extension ObservableAPI {
         }
         router.delete("/jobs/:id") { [self] context in
             try store.deleteJob(context.parameter("id"), ifMatch: context.request.header("If-Match"))
-            return Self.noContent
+            return .response(Self.noContent)
         }
         router.post("/jobs/:id/progress") { [self] context in
             let body = try RequestBody(context.request, allowed: ["current"])
             guard let current = try body.integer("current") else { throw APIError(422, "current is required") }
             let job = try store.reportProgress(of: context.parameter("id"), current: current)
-            return Self.written(job.representation().json)
+            return .response(Self.written(job.representation().json))
         }
     }
 }

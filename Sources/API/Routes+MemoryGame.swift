@@ -10,7 +10,7 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: ["pairs", "seed"])
             guard let pairs = try body.integer("pairs") else { throw APIError(422, "pairs is required") }
             let game = try store.createGame(pairs: pairs, seed: try body.integer("seed"))
-            return Self.written(game.representation().json, status: 201, location: game.path)
+            return .response(Self.written(game.representation().json, status: 201, location: game.path))
         }
         router.get("/games/:id") { [self] context in
             let id = context.parameter("id")
@@ -21,7 +21,7 @@ extension ObservableAPI {
         }
         router.delete("/games/:id") { [self] context in
             try store.deleteGame(context.parameter("id"), ifMatch: context.request.header("If-Match"))
-            return Self.noContent
+            return .response(Self.noContent)
         }
         router.get("/games/:id/cards/:cardId") { [self] context in
             let id = context.parameter("id"), cardId = context.parameter("cardId")
@@ -34,7 +34,7 @@ extension ObservableAPI {
         router.post("/games/:id/cards/:cardId/choose") { [self] context in
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
             let game = try store.chooseCard(context.parameter("cardId"), in: context.parameter("id"))
-            return Self.written(game.representation().json)
+            return .response(Self.written(game.representation().json))
         }
     }
 }

@@ -13,7 +13,11 @@ extension ObservableAPI {
         }
         router.get("/metrics") { [self] context in
             let daemon = daemonGauges()
-            let text = metrics.render(gauges: [
+            let commits = store.commitCounts
+            let text = metrics.render(counters: [
+                ("observable_commits_total", "Transactions committed by writes.", commits.transactions),
+                ("observable_writes_committed_total", "Writes committed; several waiting writes share one transaction.", commits.writes),
+            ], gauges: [
                 ("observable_longpolls_parked", "Long-polls parked now.", Int64(daemon.parked)),
                 ("observable_connections", "HTTP connections open now.", Int64(daemon.connections)),
                 ("observable_observers", "Observers known.", Int64(store.registry.observerCount)),

@@ -53,6 +53,8 @@ public final class HTTPDaemon: Sendable {
     private let lot = Locked(ParkingLot())
     private let nextParkID = Atomic<UInt64>(1)
     private let inFlight = Atomic<Int>(0)
+    /// Connections suspended by `suspend` and not yet answered.
+    private let suspended = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private let timerRunning = Atomic<Bool>(false)
     private let boundPort = Atomic<UInt16>(0)
@@ -126,7 +128,7 @@ public final class HTTPDaemon: Sendable {
     /// answer, lets requests in flight finish (up to `grace`), then stops.
     public func stop(grace: Duration = .seconds(3)) {
         guard let current = daemon.withLock({ $0 }) else { return }
-        stopping.store(true, ordering: .releasing)
+        stopping.store(true, ordering: .sequentiallyConsistent)
         _ = MHD_quiesce_daemon(current.raw)
         let parked = lot.withLock { $0.removeAll() }
         resume(parked.map { ($0, $0.onDeadline()) })
@@ -134,6 +136,13 @@ public final class HTTPDaemon: Sendable {
         let end = clock.now + grace
         while inFlight.load(ordering: .acquiring) > 0 && clock.now < end {
             BackgroundThread.sleep(seconds: 0.01)
+        }
+        // A suspended connection must be resumed before the daemon stops,
+        // and writes waiting for their commit are answered soon: wait for
+        // them past the grace (bounded all the same).
+        let writesEnd = clock.now + .seconds(60)
+        while suspended.load(ordering: .sequentiallyConsistent) > 0 && clock.now < writesEnd {
+            BackgroundThread.sleep(seconds: 0.001)
         }
         timerRunning.store(false, ordering: .releasing)
         daemon.withLock { $0 = nil }
@@ -167,6 +176,30 @@ public final class HTTPDaemon: Sendable {
         context.parked = parked
         lot.withLock { $0.insert(parked) }
         return parked
+    }
+
+    func suspend(_ connection: ConnectionPointer, context: RequestContext) -> ParkedConnection? {
+        // Counted before `stopping` is read, and `stop` sets `stopping`
+        // before it reads the count: a suspension either sees the stop and
+        // backs out, or `stop` waits for its answer.
+        suspended.add(1, ordering: .sequentiallyConsistent)
+        guard !stopping.load(ordering: .sequentiallyConsistent) else {
+            suspended.subtract(1, ordering: .sequentiallyConsistent)
+            return nil
+        }
+        // Not in the parking lot: no deadline, and `stop` does not answer it.
+        let parked = ParkedConnection(id: 0, connection: connection, deadline: .now, onDeadline: {
+            Problem.response(503, "Service Unavailable", "The server stopped before the answer was ready.")
+        })
+        MHD_suspend_connection(connection.raw)
+        context.parked = parked
+        return parked
+    }
+
+    func answerSuspended(_ parked: ParkedConnection, with response: HTTPResponse) {
+        guard parked.settle(with: response) else { return }
+        MHD_resume_connection(parked.connection.raw)
+        suspended.subtract(1, ordering: .sequentiallyConsistent)
     }
 
     private func startTimer() {

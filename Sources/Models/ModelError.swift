@@ -9,6 +9,8 @@ public struct ModelError: Error, Equatable, CustomStringConvertible {
         case unprocessable
         /// `If-Match` named a version that is no longer current.
         case preconditionFailed
+        /// The store is closing and takes no more writes.
+        case unavailable
     }
 
     public let kind: Kind

@@ -34,8 +34,41 @@ extension Store {
 
     /// Renames the truck; without a name (an empty patch) nothing changes.
     public func renameTruck(to name: String?, ifMatch: String? = nil) throws -> Truck {
-        try Self.validateText(name, "name")
-        return try write { tx in
+        try write(Writes.renameTruck(to: name, ifMatch: ifMatch))
+    }
+
+    /// Adds a donut to the menu.
+    public func addDonut(_ fields: DonutFields) throws -> Donut {
+        try write(Writes.addDonut(fields))
+    }
+
+    /// Changes some fields of a donut; each field that changes is one change.
+    public func updateDonut(_ id: String, _ fields: DonutFields, ifMatch: String? = nil) throws -> Donut {
+        try write(Writes.updateDonut(id, fields, ifMatch: ifMatch))
+    }
+
+    /// Removes a donut from the menu. Its orders stay, as a record of sales.
+    public func deleteDonut(_ id: String, ifMatch: String? = nil) throws {
+        try write(Writes.deleteDonut(id, ifMatch: ifMatch))
+    }
+
+    /// Places an order; `orderCount` moves with it in the same transaction.
+    /// Returns the order and its JSON (the body of the answer).
+    public func addOrder(donutId: String, quantity: Int64) throws -> (order: Order, json: [UInt8]) {
+        try write(Writes.addOrder(donutId: donutId, quantity: quantity))
+    }
+
+    /// Cancels an order.
+    public func deleteOrder(_ id: String, ifMatch: String? = nil) throws {
+        try write(Writes.deleteOrder(id, ifMatch: ifMatch))
+    }
+}
+
+extension Writes {
+    /// Renames the truck; without a name (an empty patch) nothing changes.
+    public static func renameTruck(to name: String?, ifMatch: String? = nil) throws -> PreparedWrite<Truck> {
+        try Store.validateText(name, "name")
+        return PreparedWrite { tx in
             try tx.require(ifMatch: ifMatch, current: tx.state.truck.representation())
             let old = tx.state.truck.name
             guard let name, old != name else { return tx.state.truck }
@@ -47,13 +80,13 @@ extension Store {
     }
 
     /// Adds a donut to the menu.
-    public func addDonut(_ fields: DonutFields) throws -> Donut {
+    public static func addDonut(_ fields: DonutFields) throws -> PreparedWrite<Donut> {
         guard let name = fields.name else { throw ModelError.unprocessable("name is required") }
-        try Self.validateText(name, "name")
-        try Self.validateText(fields.dough, "dough")
-        try Self.validateText(fields.glaze ?? nil, "glaze")
-        try Self.validateText(fields.topping ?? nil, "topping")
-        return try write { tx in
+        try Store.validateText(name, "name")
+        try Store.validateText(fields.dough, "dough")
+        try Store.validateText(fields.glaze ?? nil, "glaze")
+        try Store.validateText(fields.topping ?? nil, "topping")
+        return PreparedWrite { tx in
             let donut = Donut(id: Identifier.make(), name: name, dough: fields.dough ?? "plain",
                               glaze: fields.glaze ?? nil, topping: fields.topping ?? nil, position: tx.takePosition())
             try tx.execute(
@@ -66,12 +99,12 @@ extension Store {
     }
 
     /// Changes some fields of a donut; each field that changes is one change.
-    public func updateDonut(_ id: String, _ fields: DonutFields, ifMatch: String? = nil) throws -> Donut {
-        try Self.validateText(fields.name, "name")
-        try Self.validateText(fields.dough, "dough")
-        try Self.validateText(fields.glaze ?? nil, "glaze")
-        try Self.validateText(fields.topping ?? nil, "topping")
-        return try write { tx in
+    public static func updateDonut(_ id: String, _ fields: DonutFields, ifMatch: String? = nil) throws -> PreparedWrite<Donut> {
+        try Store.validateText(fields.name, "name")
+        try Store.validateText(fields.dough, "dough")
+        try Store.validateText(fields.glaze ?? nil, "glaze")
+        try Store.validateText(fields.topping ?? nil, "topping")
+        return PreparedWrite { tx in
             guard let old = tx.state.truck.donuts[id] else { throw ModelError.notFound("no donut \(id)") }
             try tx.require(ifMatch: ifMatch, current: old.representation())
             var new = old
@@ -91,8 +124,8 @@ extension Store {
     }
 
     /// Removes a donut from the menu. Its orders stay, as a record of sales.
-    public func deleteDonut(_ id: String, ifMatch: String? = nil) throws {
-        try write { tx in
+    public static func deleteDonut(_ id: String, ifMatch: String? = nil) -> PreparedWrite<Void> {
+        PreparedWrite { tx in
             guard let donut = tx.state.truck.donuts[id] else { throw ModelError.notFound("no donut \(id)") }
             try tx.require(ifMatch: ifMatch, current: donut.representation())
             try tx.execute("DELETE FROM donuts WHERE id = ?", [.text(id)])
@@ -103,8 +136,8 @@ extension Store {
 
     /// Places an order; `orderCount` moves with it in the same transaction.
     /// Returns the order and its JSON (the body of the answer).
-    public func addOrder(donutId: String, quantity: Int64) throws -> (order: Order, json: [UInt8]) {
-        guard Self.quantityRange.contains(quantity) else {
+    public static func addOrder(donutId: String, quantity: Int64) throws -> PreparedWrite<(order: Order, json: [UInt8])> {
+        guard Store.quantityRange.contains(quantity) else {
             throw ModelError.unprocessable("quantity must be between 1 and 1000")
         }
         // The id and the change's JSON do not depend on the state: made
@@ -114,7 +147,7 @@ extension Store {
         let json = JSONWriter.bytes(representation.json)
         let inserted = PendingChange.insert(into: Truck.ordersPath, element: String(decoding: json, as: UTF8.self),
                                             elementKeys: representation.reads)
-        let order = try write { tx in
+        return PreparedWrite { tx in
             guard tx.state.truck.donuts[donutId] != nil else {
                 throw ModelError.unprocessable("no donut \(donutId) on the menu")
             }
@@ -123,14 +156,13 @@ extension Store {
                            [.text(order.id), .integer(order.position), .text(donutId), .integer(quantity)])
             tx.state.truck.orders[order.id] = order
             tx.appendPending(inserted)
-            return order
+            return (order, json)
         }
-        return (order, json)
     }
 
     /// Cancels an order.
-    public func deleteOrder(_ id: String, ifMatch: String? = nil) throws {
-        try write { tx in
+    public static func deleteOrder(_ id: String, ifMatch: String? = nil) -> PreparedWrite<Void> {
+        PreparedWrite { tx in
             guard let order = tx.state.truck.orders[id] else { throw ModelError.notFound("no order \(id)") }
             try tx.require(ifMatch: ifMatch, current: order.representation())
             try tx.execute("DELETE FROM orders WHERE id = ?", [.text(id)])

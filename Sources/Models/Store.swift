@@ -32,6 +32,10 @@ public final class Store: Sendable {
     public let registry: ObservationRegistry
     let writer: Locked<Database>
     private let current: Locked<ModelState>
+    /// Writes submitted for the next group commit.
+    private let queue = WorkQueue<any QueuedWrite>()
+    private let committerDone = Locked(false)
+    private let commits = Locked<(transactions: Int64, writes: Int64)>((0, 0))
     private let wake: Locked<Wake?>
     /// Advances the jobs the server drives, from one thread.
     let jobScheduler = JobScheduler()
@@ -50,7 +54,15 @@ public final class Store: Sendable {
         self.current = Locked(state)
         self.wake = Locked(nil)
         self.logger = logger
+        startCommitting()
     }
+
+    deinit {
+        queue.close()
+    }
+
+    /// Transactions committed by writes, and the writes committed in them.
+    public var commitCounts: (transactions: Int64, writes: Int64) { commits.withLock { $0 } }
 
     /// Sets who is told about observers to wake after each commit.
     public func onWake(_ wake: @escaping Wake) {
@@ -66,43 +78,126 @@ public final class Store: Sendable {
     /// properties whose value moved, are committed with the model's rows,
     /// then published and their observers woken.
     public func write<T: Sendable>(_ body: (inout WriteTransaction) throws -> T) throws -> T {
-        // `replaced` is the state before the write: returned so that the last
-        // reference to what the write replaced is dropped after the lock.
-        let (result, woken, replaced) = try writer.withLock {
-            database throws -> (T, [(observer: String, waiter: any ChangeWaiter)], ModelState) in
-            let before = current.withLock { $0 }
-            var transaction = WriteTransaction(state: before, database: database)
-            try database.execute("BEGIN IMMEDIATE", [])
-            let result: T
-            var committed: [Change] = []
-            do {
-                result = try body(&transaction)
-                let after = transaction.state.computedProperties
-                for (old, new) in zip(before.computedProperties, after) {
-                    transaction.set(old.path, old: old.value, new: new.value)
+        try withoutActuallyEscaping(body) { body in
+            let write = PendingWrite(body, completion: nil)
+            commit([write])
+            return try write.outcome.get()
+        }
+    }
+
+    /// Commits `prepared` alone, as `write(_:)` does.
+    public func write<T: Sendable>(_ prepared: PreparedWrite<T>) throws -> T {
+        try write(prepared.body)
+    }
+
+    /// Queues `prepared` to be committed together with the other writes
+    /// waiting at that moment (one transaction, one sync of the log for all
+    /// of them), then calls `completion` with its outcome on the committing
+    /// thread. Each write still has its own changes, seqs and transaction
+    /// number, and fails alone.
+    public func submit<T: Sendable>(_ prepared: PreparedWrite<T>,
+                                    then completion: @escaping @Sendable (Result<T, any Error>) -> Void)
+    {
+        let write = PendingWrite(prepared.body, completion: completion)
+        if !queue.push(write) {
+            completion(.failure(ModelError(.unavailable, "the server is stopping")))
+        }
+    }
+
+    /// Most writes committed in one transaction.
+    static let batchLimit = 128
+
+    private func startCommitting() {
+        BackgroundThread.start(name: "observable.commit") { [weak self, queue, committerDone] in
+            while let batch = queue.take(limit: Self.batchLimit) {
+                guard let self else {
+                    for write in batch {
+                        write.fail(ModelError(.unavailable, "the store is closed"))
+                        write.finish()
+                    }
+                    continue
                 }
-                let first = before.seq + 1
-                for (offset, change) in transaction.pending.enumerated() {
-                    let change = change.committed(seq: first + Int64(offset), transaction: first)
-                    try append(change, to: database)
-                    committed.append(change)
+                self.commit(batch)
+            }
+            committerDone.withLock { $0 = true }
+        }
+    }
+
+    /// Commits `batch`: in one transaction when it can, else each write in
+    /// its own. Then wakes the observers of the changes and hands each
+    /// write its outcome, after the writer lock.
+    private func commit(_ batch: [any QueuedWrite]) {
+        // `replaced` is the state before the batch: kept so that the last
+        // reference to what the writes replaced is dropped after the lock.
+        let (woken, replaced) = writer.withLock { database in
+            let replaced = current.withLock { $0 }
+            var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+            if !transact(batch, on: database, woken: &woken) && batch.count > 1 {
+                // The transaction failed as a whole (a write failed after
+                // changing rows, or the commit failed): each write again on
+                // its own, so that only the one at fault fails.
+                for write in batch { _ = transact([write], on: database, woken: &woken) }
+            }
+            return (woken, replaced)
+        }
+        for write in batch { write.finish() }
+        if !woken.isEmpty, let wake = wake.withLock({ $0 }) { wake(woken) }
+        withExtendedLifetime(replaced) {}
+    }
+
+    /// Runs the writes of `batch` in one transaction, each on the state the
+    /// one before it left, commits, publishes and makes the result the
+    /// current state. A write that throws before changing any row just fails
+    /// alone. Returns false when the transaction was rolled back: then each
+    /// write's outcome is the error.
+    private func transact(_ batch: [any QueuedWrite], on database: Database,
+                          woken: inout [(observer: String, waiter: any ChangeWaiter)]) -> Bool
+    {
+        var state = current.withLock { $0 }
+        var committed: [Change] = []
+        var writes: Int64 = 0
+        do {
+            try database.execute("BEGIN IMMEDIATE", [])
+            do {
+                for write in batch {
+                    let rowsBefore = database.totalChanges
+                    var transaction = WriteTransaction(state: state, database: database)
+                    do {
+                        try write.run(&transaction)
+                    } catch {
+                        guard database.totalChanges == rowsBefore else { throw error }
+                        write.fail(error)
+                        continue
+                    }
+                    for (old, new) in zip(state.computedProperties, transaction.state.computedProperties) {
+                        transaction.set(old.path, old: old.value, new: new.value)
+                    }
+                    let first = state.seq + 1
+                    for (offset, change) in transaction.pending.enumerated() {
+                        let change = change.committed(seq: first + Int64(offset), transaction: first)
+                        try append(change, to: database)
+                        committed.append(change)
+                    }
+                    let seq = state.seq + Int64(transaction.pending.count)
+                    state = transaction.state
+                    state.seq = seq
+                    writes += 1
                 }
                 try database.execute("COMMIT", [])
             } catch {
                 try? database.execute("ROLLBACK", [])
                 throw error
             }
-            var state = transaction.state
-            state.seq = committed.last?.seq ?? before.seq
-            // Publish before the new state is visible: a read that sees the
-            // new state then tracks at a seq the registry already knows.
-            let woken = registry.publish(committed)
-            current.withLock { $0 = state }
-            return (result, woken, before)
+        } catch {
+            for write in batch { write.fail(error) }
+            return false
         }
-        if !woken.isEmpty, let wake = wake.withLock({ $0 }) { wake(woken) }
-        withExtendedLifetime(replaced) {}
-        return result
+        // Publish before the new state is visible: a read that sees the new
+        // state then tracks at a seq the registry already knows.
+        woken += registry.publish(committed)
+        current.withLock { $0 = state }
+        commits.withLock { $0.transactions += 1; $0.writes += writes }
+        return true
     }
 
     private func append(_ change: Change, to database: Database) throws {
@@ -213,8 +308,13 @@ public final class Store: Sendable {
         if !expired.isEmpty { logger.debug("observers expired: \(expired.count)") }
     }
 
-    /// Persists what is pending and closes the database.
+    /// Commits the writes already submitted, persists what is pending and
+    /// closes the database. Writes submitted after this fail.
     public func close() {
+        queue.close()
+        while !committerDone.withLock({ $0 }) {
+            BackgroundThread.sleep(seconds: 0.001)
+        }
         maintain()
         writer.withLock { $0.close() }
     }

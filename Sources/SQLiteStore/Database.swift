@@ -88,6 +88,12 @@ public final class Database: @unchecked Sendable {
         try statement(sql).rows(values)
     }
 
+    /// Rows inserted, updated or deleted on this connection since it opened:
+    /// a statement that failed, or changed nothing, leaves it as it was.
+    public var totalChanges: Int64 {
+        Int64(sqlite3_total_changes64(handle))
+    }
+
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: committed when it
     /// returns, rolled back when it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {

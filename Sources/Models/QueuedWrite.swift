@@ -1,0 +1,55 @@
+/// A write on its way to a commit: its body, and what it came to.
+///
+/// The store runs the bodies of the writes waiting together in one
+/// transaction (group commit); each write keeps its own outcome.
+protocol QueuedWrite: AnyObject, Sendable {
+    /// Runs the body on `transaction`, keeping its result as the outcome.
+    func run(_ transaction: inout WriteTransaction) throws
+    /// Makes `error` the outcome.
+    func fail(_ error: any Error)
+    /// Hands the outcome to whoever is waiting for it; called once, after
+    /// the commit (or the failure) and outside the writer lock.
+    func finish()
+}
+
+/// A write whose body returns a `T`.
+///
+/// `@unchecked Sendable`: it is handed from the thread that submits it to the
+/// committing thread through `WorkQueue`'s lock, and only that one thread
+/// touches `outcome` until `finish`.
+final class PendingWrite<T>: QueuedWrite, @unchecked Sendable {
+    private let body: (inout WriteTransaction) throws -> T
+    private let completion: (@Sendable (Result<T, any Error>) -> Void)?
+    private(set) var outcome: Result<T, any Error> = .failure(ModelError(.unavailable, "the write did not run"))
+
+    init(_ body: @escaping (inout WriteTransaction) throws -> T, completion: (@Sendable (Result<T, any Error>) -> Void)?) {
+        self.body = body
+        self.completion = completion
+    }
+
+    func run(_ transaction: inout WriteTransaction) throws {
+        outcome = .success(try body(&transaction))
+    }
+
+    func fail(_ error: any Error) {
+        outcome = .failure(error)
+    }
+
+    func finish() {
+        completion?(outcome)
+    }
+}
+
+/// A write made ready before the writer lock (its input checked, its values
+/// made): committed alone by `Store.write`, or with the writes waiting
+/// beside it by `Store.submit`. `Writes` makes them.
+public struct PreparedWrite<T: Sendable>: Sendable {
+    let body: @Sendable (inout WriteTransaction) throws -> T
+
+    init(_ body: @escaping @Sendable (inout WriteTransaction) throws -> T) {
+        self.body = body
+    }
+}
+
+/// The writes of the models, each prepared for `Store.write` or `Store.submit`.
+public enum Writes {}

@@ -1,0 +1,188 @@
+import Dispatch
+import Foundation
+@testable import Models
+import SQLiteStore
+import Testing
+
+/// Writes submitted while another holds the writer commit together, in one
+/// transaction, and still each have their own changes, seqs, transaction
+/// number and outcome.
+@Suite struct GroupCommitTests {
+    static let migrations = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("migrations").path
+    static let glazed = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
+
+    static func makeStore(folder: String = temporaryFolder()) throws -> Store {
+        try Store(configuration: Store.Configuration(databasePath: folder + "/observable.sqlite", migrationsFolder: migrations))
+    }
+
+    static func temporaryFolder() -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("observable-group-" + UUID().uuidString).path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Outcomes collected from the committing thread.
+    final class Outcomes<T>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var values: [Int: Result<T, any Error>] = [:]
+        let group = DispatchGroup()
+
+        func expect(_ count: Int) { for _ in 0..<count { group.enter() } }
+        func record(_ index: Int, _ result: Result<T, any Error>) {
+            lock.lock()
+            values[index] = result
+            lock.unlock()
+            group.leave()
+        }
+        func wait() -> [Int: Result<T, any Error>] {
+            _ = group.wait(timeout: .now() + 30)
+            lock.lock()
+            defer { lock.unlock() }
+            return values
+        }
+    }
+
+    /// Holds the writer (a write whose body waits) while `submit` runs, so
+    /// that what it submits gathers in the queue; then lets it go.
+    static func whileWriterIsHeld(_ store: Store, _ submit: () throws -> Void) throws {
+        let entered = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? store.write { _ in
+                entered.signal()
+                gate.wait()
+            }
+            done.signal()
+        }
+        entered.wait()
+        try submit()
+        gate.signal()
+        done.wait()
+    }
+
+    /// The change log's rows, oldest first.
+    static func changes(_ store: Store) throws -> [(seq: Int64, txn: Int64, path: String, old: String?, new: String?)] {
+        try store.writer.withLock { database in
+            try database.rows("SELECT seq, txn, path, old, new FROM changes ORDER BY seq").map {
+                ($0[0].int64 ?? 0, $0[1].int64 ?? 0, $0[2].string ?? "", $0[3].string, $0[4].string)
+            }
+        }
+    }
+
+    static func orderRows(_ store: Store) throws -> Int64 {
+        try store.writer.withLock { try $0.rows("SELECT COUNT(*) FROM orders").first?[0].int64 ?? -1 }
+    }
+
+    @Test func writesThatWaitTogetherShareOneTransactionAndKeepTheirOwnChanges() throws {
+        let store = try Self.makeStore()
+        defer { store.close() }
+        let before = store.commitCounts
+        let outcomes = Outcomes<(order: Order, json: [UInt8])>()
+        outcomes.expect(20)
+        try Self.whileWriterIsHeld(store) {
+            for index in 0..<20 {
+                store.submit(try Writes.addOrder(donutId: Self.glazed, quantity: Int64(index + 1))) { outcomes.record(index, $0) }
+            }
+        }
+        let results = outcomes.wait()
+        #expect(results.count == 20)
+        let orders = try (0..<20).map { try #require(results[$0]).get().order }
+        #expect(orders.map(\.quantity) == (1...20).map(Int64.init))
+
+        let after = store.commitCounts
+        // The holding write, then the first submitted write (possibly taken
+        // alone before the others arrived), then all the rest at once.
+        #expect(after.writes - before.writes == 21)
+        #expect(after.transactions - before.transactions <= 3)
+
+        #expect(store.state.truck.orderCount == 20)
+        #expect(try Self.orderRows(store) == 20)
+        // Each write is a transaction of its own in the log: the order's
+        // insertion and orderCount's move, numbered by the first seq, in
+        // submission order, the count going up by one each time.
+        let log = try Self.changes(store)
+        #expect(log.count == 40)
+        for (index, pair) in stride(from: 0, to: log.count, by: 2).map({ (log[$0], log[$0 + 1]) }).enumerated() {
+            #expect(pair.0.path == "/truck/orders" && pair.1.path == "/truck/orderCount")
+            #expect(pair.0.txn == pair.0.seq && pair.1.txn == pair.0.seq)
+            #expect(pair.0.new?.contains(orders[index].id) == true)
+            #expect(pair.1.old == String(index) && pair.1.new == String(index + 1))
+        }
+        #expect(store.state.seq == log.last?.seq)
+        #expect(store.registry.lastSeq == log.last?.seq)
+    }
+
+    @Test func aWriteRefusedInABatchFailsAloneAndTheOthersCommit() throws {
+        let store = try Self.makeStore()
+        defer { store.close() }
+        let outcomes = Outcomes<(order: Order, json: [UInt8])>()
+        outcomes.expect(3)
+        try Self.whileWriterIsHeld(store) {
+            store.submit(try Writes.addOrder(donutId: Self.glazed, quantity: 1)) { outcomes.record(0, $0) }
+            store.submit(try Writes.addOrder(donutId: "no-such-donut", quantity: 2)) { outcomes.record(1, $0) }
+            store.submit(try Writes.addOrder(donutId: Self.glazed, quantity: 3)) { outcomes.record(2, $0) }
+        }
+        let results = outcomes.wait()
+        #expect(try results[0]?.get().order.quantity == 1)
+        #expect(try results[2]?.get().order.quantity == 3)
+        #expect(throws: ModelError.unprocessable("no donut no-such-donut on the menu")) { try results[1]?.get() }
+        #expect(store.state.truck.orderCount == 2)
+        #expect(try Self.orderRows(store) == 2)
+        #expect(try Self.changes(store).map(\.seq) == [1, 2, 3, 4])
+    }
+
+    @Test func aWriteThatFailsAfterChangingRowsLeavesNothingAndTheOthersCommit() throws {
+        let store = try Self.makeStore()
+        defer { store.close() }
+        // A write that inserts a row and then refuses: the batch's
+        // transaction is rolled back and each write runs again on its own.
+        let faulty = PreparedWrite<Void> { tx in
+            try tx.execute("INSERT INTO orders (id, position, donut_id, quantity) VALUES ('faulty', 999, ?, 1)", [.text(Self.glazed)])
+            throw ModelError.unprocessable("refused after inserting")
+        }
+        let orders = Outcomes<(order: Order, json: [UInt8])>()
+        let failures = Outcomes<Void>()
+        orders.expect(2)
+        failures.expect(1)
+        try Self.whileWriterIsHeld(store) {
+            store.submit(try Writes.addOrder(donutId: Self.glazed, quantity: 1)) { orders.record(0, $0) }
+            store.submit(faulty) { failures.record(0, $0) }
+            store.submit(try Writes.addOrder(donutId: Self.glazed, quantity: 2)) { orders.record(1, $0) }
+        }
+        let committed = orders.wait()
+        #expect(try committed[0]?.get().order.quantity == 1)
+        #expect(try committed[1]?.get().order.quantity == 2)
+        #expect(throws: ModelError.unprocessable("refused after inserting")) { try failures.wait()[0]?.get() }
+        #expect(store.state.truck.orderCount == 2)
+        #expect(try Self.orderRows(store) == 2)
+        #expect(try store.writer.withLock { try $0.rows("SELECT id FROM orders WHERE id = 'faulty'") }.isEmpty)
+        #expect(try Self.changes(store).map(\.seq) == [1, 2, 3, 4])
+    }
+
+    @Test func closingCommitsWhatWasSubmittedAndRefusesMore() throws {
+        let folder = Self.temporaryFolder()
+        let store = try Self.makeStore(folder: folder)
+        let outcomes = Outcomes<(order: Order, json: [UInt8])>()
+        outcomes.expect(50)
+        for index in 0..<50 {
+            store.submit(try Writes.addOrder(donutId: Self.glazed, quantity: 1)) { outcomes.record(index, $0) }
+        }
+        store.close()
+        let results = outcomes.wait()
+        #expect(results.count == 50)
+        #expect(results.values.allSatisfy { (try? $0.get()) != nil })
+
+        let late = Outcomes<(order: Order, json: [UInt8])>()
+        late.expect(1)
+        store.submit(try Writes.addOrder(donutId: Self.glazed, quantity: 1)) { late.record(0, $0) }
+        #expect(throws: ModelError(.unavailable, "the server is stopping")) { try late.wait()[0]?.get() }
+
+        let reopened = try Self.makeStore(folder: folder)
+        defer { reopened.close() }
+        #expect(reopened.state.truck.orderCount == 50)
+        #expect(try Self.orderRows(reopened) == 50)
+    }
+}
