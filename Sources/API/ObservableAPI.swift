@@ -92,17 +92,18 @@ public final class ObservableAPI: Sendable {
         return response
     }
 
-    /// Commits `prepared` together with the writes waiting beside it, the
-    /// connection suspended meanwhile, and answers with `answer`'s response
-    /// once it is committed (problem+json when it failed).
+    /// Commits `prepared` together with the writes waiting beside it and
+    /// answers with `answer`'s response (problem+json when it failed): at
+    /// once when it was committed on this thread, else from the committing
+    /// thread, the connection suspended until then.
     func commit<T: Sendable>(_ context: RouteContext, _ prepared: PreparedWrite<T>,
                              answer: @escaping @Sendable (T) -> HTTPResponse) throws -> Reply
     {
-        guard let suspended = context.connection.suspend() else {
-            // The server is stopping: commit alone, now.
-            return .response(answer(try store.write(prepared)))
-        }
-        store.submit(prepared) { [metrics] result in
+        let suspension = Suspension()
+        let outcome = store.submit(prepared, wait: {
+            suspension.connection = context.connection.suspend()
+            return suspension.connection != nil
+        }, then: { [metrics] result in
             var response: HTTPResponse
             switch result {
             case .success(let value): response = answer(value)
@@ -110,9 +111,19 @@ public final class ObservableAPI: Sendable {
             }
             for header in context.corsHeaders { response.setHeader(header.name, header.value) }
             metrics.recordRequest(route: context.route, status: response.status)
-            suspended.answer(response)
-        }
-        return .parked
+            suspension.connection?.answer(response)
+        })
+        guard let outcome else { return .parked }
+        return .response(answer(try outcome.get()))
+    }
+
+    /// The connection a queued write answers.
+    ///
+    /// `@unchecked Sendable`: set while the write is queued, under the
+    /// queue's lock, and read by the committing thread after it took the
+    /// write under that same lock.
+    final class Suspension: @unchecked Sendable {
+        var connection: SuspendedConnection?
     }
 
     /// A JSON answer to a write.

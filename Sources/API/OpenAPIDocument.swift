@@ -1932,7 +1932,8 @@ paths:
         `observable_http_requests_total{route,status}`,
         `observable_longpoll_wakeups_total`, `observable_longpolls_parked`,
         `observable_connections`, `observable_observers`,
-        `observable_change_seq`.
+        `observable_change_seq`, `observable_commits_total`,
+        `observable_writes_committed_total`.
       responses:
         "200":
           description: The Prometheus text exposition format, version 0.0.4.

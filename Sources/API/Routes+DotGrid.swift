@@ -9,14 +9,15 @@ extension ObservableAPI {
         }
         router.post("/grid/random") { [self] context in
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
-            return .response(Self.written(Self.placed(try store.animateRandomDot())))
+            return try commit(context, Writes.animateRandomDot()) { placed in Self.written(Self.placed(placed)) }
         }
         router.post("/grid/rows") { [self] context in
             let body = try RequestBody(context.request, allowed: ["dots"])
             guard let count = try body.integer("dots") else { throw APIError(422, "dots is required") }
-            let (row, dots) = try store.appendRow(dots: count)
-            let json: JSONValue = ["row": .int(Int64(row)), "dots": .array(dots.map { $0.representation().json })]
-            return .response(Self.written(json, status: 201, location: DotGrid.rowsPath + "/\(row)"))
+            return try commit(context, try Writes.appendRow(dots: count)) { row, dots in
+                let json: JSONValue = ["row": .int(Int64(row)), "dots": .array(dots.map { $0.representation().json })]
+                return Self.written(json, status: 201, location: DotGrid.rowsPath + "/\(row)")
+            }
         }
         router.get("/grid/rows/:row") { [self] context in
             let row = context.parameter("row")
@@ -31,7 +32,7 @@ extension ObservableAPI {
             let row = context.parameter("row")
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
             guard let index = Self.position(row) else { throw APIError(404, "no row \(row)") }
-            return .response(Self.written(Self.placed(try store.appendDot(toRow: index))))
+            return try commit(context, Writes.appendDot(toRow: index)) { placed in Self.written(Self.placed(placed)) }
         }
         router.get("/grid/rows/:row/dots/:col") { [self] context in
             let row = context.parameter("row")
@@ -53,8 +54,8 @@ extension ObservableAPI {
         router.patch("/grid/dots/:id") { [self] context in
             let body = try RequestBody(context.request, allowed: Dot.writableFields)
             let fields = DotFields(isTapAnimated: try body.bool("isTapAnimated"), isRandomAnimated: try body.bool("isRandomAnimated"))
-            let dot = try store.updateDot(context.parameter("id"), fields, ifMatch: context.request.header("If-Match"))
-            return .response(Self.written(dot.representation().json))
+            let write = Writes.updateDot(context.parameter("id"), fields, ifMatch: context.request.header("If-Match"))
+            return try commit(context, write) { dot in Self.written(dot.representation().json) }
         }
         router.post("/grid/dots/:id/tap") { [self] context in
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)

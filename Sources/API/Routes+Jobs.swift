@@ -9,8 +9,8 @@ extension ObservableAPI {
         router.post("/jobs") { [self] context in
             let body = try RequestBody(context.request, allowed: ["total", "step", "intervalMs"])
             guard let total = try body.integer("total") else { throw APIError(422, "total is required") }
-            let job = try store.createJob(total: total, step: try body.integer("step"), intervalMs: try body.integer("intervalMs"))
-            return .response(Self.written(job.representation().json, status: 201, location: job.path))
+            let write = try Writes.createJob(total: total, step: try body.integer("step"), intervalMs: try body.integer("intervalMs"))
+            return try commit(context, write) { job in Self.written(job.representation().json, status: 201, location: job.path) }
         }
         router.get("/jobs/:id") { [self] context in
             let id = context.parameter("id")
@@ -20,14 +20,14 @@ extension ObservableAPI {
             }
         }
         router.delete("/jobs/:id") { [self] context in
-            try store.deleteJob(context.parameter("id"), ifMatch: context.request.header("If-Match"))
-            return .response(Self.noContent)
+            try commit(context, Writes.deleteJob(context.parameter("id"), ifMatch: context.request.header("If-Match"))) { Self.noContent }
         }
         router.post("/jobs/:id/progress") { [self] context in
             let body = try RequestBody(context.request, allowed: ["current"])
             guard let current = try body.integer("current") else { throw APIError(422, "current is required") }
-            let job = try store.reportProgress(of: context.parameter("id"), current: current)
-            return .response(Self.written(job.representation().json))
+            return try commit(context, Writes.reportProgress(of: context.parameter("id"), current: current)) { job in
+                Self.written(job.representation().json)
+            }
         }
     }
 }

@@ -9,8 +9,9 @@ extension ObservableAPI {
         router.post("/games") { [self] context in
             let body = try RequestBody(context.request, allowed: ["pairs", "seed"])
             guard let pairs = try body.integer("pairs") else { throw APIError(422, "pairs is required") }
-            let game = try store.createGame(pairs: pairs, seed: try body.integer("seed"))
-            return .response(Self.written(game.representation().json, status: 201, location: game.path))
+            return try commit(context, try Writes.createGame(pairs: pairs, seed: try body.integer("seed"))) { game in
+                Self.written(game.representation().json, status: 201, location: game.path)
+            }
         }
         router.get("/games/:id") { [self] context in
             let id = context.parameter("id")
@@ -20,8 +21,7 @@ extension ObservableAPI {
             }
         }
         router.delete("/games/:id") { [self] context in
-            try store.deleteGame(context.parameter("id"), ifMatch: context.request.header("If-Match"))
-            return .response(Self.noContent)
+            try commit(context, Writes.deleteGame(context.parameter("id"), ifMatch: context.request.header("If-Match"))) { Self.noContent }
         }
         router.get("/games/:id/cards/:cardId") { [self] context in
             let id = context.parameter("id"), cardId = context.parameter("cardId")
@@ -33,8 +33,9 @@ extension ObservableAPI {
         }
         router.post("/games/:id/cards/:cardId/choose") { [self] context in
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
-            let game = try store.chooseCard(context.parameter("cardId"), in: context.parameter("id"))
-            return .response(Self.written(game.representation().json))
+            return try commit(context, Writes.chooseCard(context.parameter("cardId"), in: context.parameter("id"))) { game in
+                Self.written(game.representation().json)
+            }
         }
     }
 }

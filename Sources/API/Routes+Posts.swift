@@ -11,8 +11,9 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: ["imageURL", "height"])
             guard let imageURL = try body.string("imageURL") else { throw APIError(422, "imageURL is required") }
             guard let height = try body.number("height") else { throw APIError(422, "height is required") }
-            let post = try store.addPost(imageURL: imageURL, height: height)
-            return .response(Self.written(post.representation().json, status: 201, location: post.path))
+            return try commit(context, try Writes.addPost(imageURL: imageURL, height: height)) { post in
+                Self.written(post.representation().json, status: 201, location: post.path)
+            }
         }
         // Before `/posts/:id`, which would otherwise take "staggered" for an id.
         router.get("/posts/staggered") { [self] context in
@@ -31,8 +32,7 @@ extension ObservableAPI {
             }
         }
         router.delete("/posts/:id") { [self] context in
-            try store.deletePost(context.parameter("id"), ifMatch: context.request.header("If-Match"))
-            return .response(Self.noContent)
+            try commit(context, Writes.deletePost(context.parameter("id"), ifMatch: context.request.header("If-Match"))) { Self.noContent }
         }
     }
 

@@ -19,7 +19,8 @@ protocol QueuedWrite: AnyObject, Sendable {
 /// touches `outcome` until `finish`.
 final class PendingWrite<T>: QueuedWrite, @unchecked Sendable {
     private let body: (inout WriteTransaction) throws -> T
-    private let completion: (@Sendable (Result<T, any Error>) -> Void)?
+    /// Nil for a write its caller commits and reads itself.
+    var completion: (@Sendable (Result<T, any Error>) -> Void)?
     private(set) var outcome: Result<T, any Error> = .failure(ModelError(.unavailable, "the write did not run"))
 
     init(_ body: @escaping (inout WriteTransaction) throws -> T, completion: (@Sendable (Result<T, any Error>) -> Void)?) {
@@ -45,9 +46,13 @@ final class PendingWrite<T>: QueuedWrite, @unchecked Sendable {
 /// beside it by `Store.submit`. `Writes` makes them.
 public struct PreparedWrite<T: Sendable>: Sendable {
     let body: @Sendable (inout WriteTransaction) throws -> T
+    /// What the store does once the write is committed, before the writer
+    /// hears of it (scheduling a job it created, say).
+    let afterCommit: (@Sendable (Store, T) -> Void)?
 
-    init(_ body: @escaping @Sendable (inout WriteTransaction) throws -> T) {
+    init(_ body: @escaping @Sendable (inout WriteTransaction) throws -> T, afterCommit: (@Sendable (Store, T) -> Void)? = nil) {
         self.body = body
+        self.afterCommit = afterCommit
     }
 }
 

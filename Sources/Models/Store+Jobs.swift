@@ -6,56 +6,18 @@ extension Store {
     /// Creates a job. With `step` and `intervalMs` the server advances it in
     /// the background; without them clients report its progress.
     public func createJob(total: Int64, step: Int64?, intervalMs: Int64?) throws -> Job {
-        guard Job.totalRange.contains(total) else {
-            throw ModelError.unprocessable("total must be between 1 and 1000000000")
-        }
-        guard (step == nil) == (intervalMs == nil) else {
-            throw ModelError.unprocessable("step and intervalMs go together: give both for a job the server advances, or neither")
-        }
-        if let step, step < 1 { throw ModelError.unprocessable("step must be at least 1") }
-        if let intervalMs, !Job.intervalRange.contains(intervalMs) {
-            throw ModelError.unprocessable("intervalMs must be between 10 and 3600000")
-        }
-        let job = try write { tx in
-            let job = Job(id: Identifier.make(), current: 0, total: total, step: step, intervalMs: intervalMs,
-                          position: tx.state.jobs.nextPosition)
-            try tx.execute("INSERT INTO jobs (id, position, current, total, step, interval_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                           [.text(job.id), .integer(job.position), .integer(0), .integer(total),
-                            step.map(SQLValue.integer) ?? .null, intervalMs.map(SQLValue.integer) ?? .null])
-            tx.state.jobs.nextPosition += 1
-            tx.state.jobs.all[job.id] = job
-            tx.insert(into: Jobs.path, element: job.representation())
-            return job
-        }
-        if let intervalMs { jobScheduler.schedule(job.id, intervalMs: intervalMs) }
-        return job
+        try write(Writes.createJob(total: total, step: step, intervalMs: intervalMs))
     }
 
     /// Records progress a client reports. Above `total` it is clamped; below
     /// the current value it is refused; the current value again changes nothing.
     public func reportProgress(of id: String, current reported: Int64) throws -> Job {
-        try write { tx in
-            guard let job = tx.state.jobs[id] else { throw ModelError.notFound("no job \(id)") }
-            guard !job.isAdvancedByServer else {
-                throw ModelError.unprocessable("job \(id) is advanced by the server; only a job created without step and intervalMs takes reported progress")
-            }
-            guard reported >= job.current else {
-                throw ModelError.unprocessable("progress never goes backwards: job \(id) is at \(job.current), \(reported) was reported")
-            }
-            return try tx.setProgress(of: job, to: min(reported, job.total))
-        }
+        try write(Writes.reportProgress(of: id, current: reported))
     }
 
     /// Cancels a job: it stops advancing and is gone.
     public func deleteJob(_ id: String, ifMatch: String? = nil) throws {
-        try write { tx in
-            guard let job = tx.state.jobs[id] else { throw ModelError.notFound("no job \(id)") }
-            try tx.require(ifMatch: ifMatch, current: job.representation())
-            try tx.execute("DELETE FROM jobs WHERE id = ?", [.text(id)])
-            tx.state.jobs.all[id] = nil
-            tx.remove(from: Jobs.path, element: job.representation())
-        }
-        jobScheduler.unschedule(id)
+        try write(Writes.deleteJob(id, ifMatch: ifMatch))
     }
 
     /// Advances the server-driven jobs `ids` by their step, all in one
@@ -92,6 +54,62 @@ extension Store {
     /// before the database closes.
     public func stopBackgroundWork() {
         jobScheduler.stop()
+    }
+}
+
+extension Writes {
+    /// Creates a job. With `step` and `intervalMs` the server advances it in
+    /// the background; without them clients report its progress.
+    public static func createJob(total: Int64, step: Int64?, intervalMs: Int64?) throws -> PreparedWrite<Job> {
+        guard Job.totalRange.contains(total) else {
+            throw ModelError.unprocessable("total must be between 1 and 1000000000")
+        }
+        guard (step == nil) == (intervalMs == nil) else {
+            throw ModelError.unprocessable("step and intervalMs go together: give both for a job the server advances, or neither")
+        }
+        if let step, step < 1 { throw ModelError.unprocessable("step must be at least 1") }
+        if let intervalMs, !Job.intervalRange.contains(intervalMs) {
+            throw ModelError.unprocessable("intervalMs must be between 10 and 3600000")
+        }
+        return PreparedWrite({ tx in
+            let job = Job(id: Identifier.make(), current: 0, total: total, step: step, intervalMs: intervalMs,
+                          position: tx.state.jobs.nextPosition)
+            try tx.execute("INSERT INTO jobs (id, position, current, total, step, interval_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                           [.text(job.id), .integer(job.position), .integer(0), .integer(total),
+                            step.map(SQLValue.integer) ?? .null, intervalMs.map(SQLValue.integer) ?? .null])
+            tx.state.jobs.nextPosition += 1
+            tx.state.jobs.all[job.id] = job
+            tx.insert(into: Jobs.path, element: job.representation())
+            return job
+        }, afterCommit: { store, job in
+            if let intervalMs { store.jobScheduler.schedule(job.id, intervalMs: intervalMs) }
+        })
+    }
+
+    /// Records progress a client reports. Above `total` it is clamped; below
+    /// the current value it is refused; the current value again changes nothing.
+    public static func reportProgress(of id: String, current reported: Int64) -> PreparedWrite<Job> {
+        PreparedWrite { tx in
+            guard let job = tx.state.jobs[id] else { throw ModelError.notFound("no job \(id)") }
+            guard !job.isAdvancedByServer else {
+                throw ModelError.unprocessable("job \(id) is advanced by the server; only a job created without step and intervalMs takes reported progress")
+            }
+            guard reported >= job.current else {
+                throw ModelError.unprocessable("progress never goes backwards: job \(id) is at \(job.current), \(reported) was reported")
+            }
+            return try tx.setProgress(of: job, to: min(reported, job.total))
+        }
+    }
+
+    /// Cancels a job: it stops advancing and is gone.
+    public static func deleteJob(_ id: String, ifMatch: String? = nil) -> PreparedWrite<Void> {
+        PreparedWrite({ tx in
+            guard let job = tx.state.jobs[id] else { throw ModelError.notFound("no job \(id)") }
+            try tx.require(ifMatch: ifMatch, current: job.representation())
+            try tx.execute("DELETE FROM jobs WHERE id = ?", [.text(id)])
+            tx.state.jobs.all[id] = nil
+            tx.remove(from: Jobs.path, element: job.representation())
+        }, afterCommit: { store, _ in store.jobScheduler.unschedule(id) })
     }
 }
 

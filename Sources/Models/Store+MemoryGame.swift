@@ -7,18 +7,55 @@ extension Store {
     /// Deals a new game of `pairs` pairs. With a `seed` the choice of
     /// contents and the order of the cards are the same every time.
     public func createGame(pairs: Int64, seed: Int64? = nil) throws -> MemoryGame {
+        try write(Writes.createGame(pairs: pairs, seed: seed))
+    }
+
+    /// Chooses a card by the lecture's rules; each card field that moves is
+    /// a change of its own, and `isOver` moves with the last match.
+    public func chooseCard(_ cardId: String, in gameId: String) throws -> MemoryGame {
+        try write(Writes.chooseCard(cardId, in: gameId))
+    }
+
+    /// Deletes a game and its cards.
+    public func deleteGame(_ id: String, ifMatch: String? = nil) throws {
+        try write(Writes.deleteGame(id, ifMatch: ifMatch))
+    }
+
+    /// Picks `pairs` distinct contents and shuffles their `2 × pairs` cards.
+    static func deal<G: RandomNumberGenerator>(pairs: Int, using generator: inout G) -> [String] {
+        var emoji = MemoryGame.emoji
+        shuffle(&emoji, using: &generator)
+        var contents = emoji.prefix(pairs).flatMap { [$0, $0] }
+        shuffle(&contents, using: &generator)
+        return contents
+    }
+
+    /// Fisher–Yates, spelled out so that a seeded deal does not depend on
+    /// the standard library's choice of algorithm.
+    private static func shuffle<G: RandomNumberGenerator>(_ elements: inout [String], using generator: inout G) {
+        guard elements.count > 1 else { return }
+        for i in stride(from: elements.count - 1, to: 0, by: -1) {
+            elements.swapAt(i, Int(generator.next() % UInt64(i + 1)))
+        }
+    }
+}
+
+extension Writes {
+    /// Deals a new game of `pairs` pairs. With a `seed` the choice of
+    /// contents and the order of the cards are the same every time.
+    public static func createGame(pairs: Int64, seed: Int64? = nil) throws -> PreparedWrite<MemoryGame> {
         guard MemoryGame.pairsRange.contains(pairs) else {
             throw ModelError.unprocessable("pairs must be between 1 and \(MemoryGame.pairsRange.upperBound)")
         }
         let contents: [String]
         if let seed {
             var generator = SplitMix64(seed: UInt64(bitPattern: seed))
-            contents = Self.deal(pairs: Int(pairs), using: &generator)
+            contents = Store.deal(pairs: Int(pairs), using: &generator)
         } else {
             var generator = SystemRandomNumberGenerator()
-            contents = Self.deal(pairs: Int(pairs), using: &generator)
+            contents = Store.deal(pairs: Int(pairs), using: &generator)
         }
-        return try write { tx in
+        return PreparedWrite { tx in
             let id = Identifier.make()
             var cards = PersistentOrderedDictionary<String, Card>()
             for content in contents {
@@ -40,8 +77,8 @@ extension Store {
 
     /// Chooses a card by the lecture's rules; each card field that moves is
     /// a change of its own, and `isOver` moves with the last match.
-    public func chooseCard(_ cardId: String, in gameId: String) throws -> MemoryGame {
-        try write { tx in
+    public static func chooseCard(_ cardId: String, in gameId: String) -> PreparedWrite<MemoryGame> {
+        PreparedWrite { tx in
             guard let game = tx.state.games[gameId] else { throw ModelError.notFound("no game \(gameId)") }
             guard game.cards[cardId] != nil else { throw ModelError.notFound("no card \(cardId) in game \(gameId)") }
             let new = game.choosing(cardId)
@@ -59,31 +96,13 @@ extension Store {
     }
 
     /// Deletes a game and its cards.
-    public func deleteGame(_ id: String, ifMatch: String? = nil) throws {
-        try write { tx in
+    public static func deleteGame(_ id: String, ifMatch: String? = nil) -> PreparedWrite<Void> {
+        PreparedWrite { tx in
             guard let game = tx.state.games[id] else { throw ModelError.notFound("no game \(id)") }
             try tx.require(ifMatch: ifMatch, current: game.representation())
             try tx.execute("DELETE FROM games WHERE id = ?", [.text(id)])
             tx.state.games.all[id] = nil
             tx.remove(from: MemoryGames.path, element: game.representation())
-        }
-    }
-
-    /// Picks `pairs` distinct contents and shuffles their `2 × pairs` cards.
-    private static func deal<G: RandomNumberGenerator>(pairs: Int, using generator: inout G) -> [String] {
-        var emoji = MemoryGame.emoji
-        shuffle(&emoji, using: &generator)
-        var contents = emoji.prefix(pairs).flatMap { [$0, $0] }
-        shuffle(&contents, using: &generator)
-        return contents
-    }
-
-    /// Fisher–Yates, spelled out so that a seeded deal does not depend on
-    /// the standard library's choice of algorithm.
-    private static func shuffle<G: RandomNumberGenerator>(_ elements: inout [String], using generator: inout G) {
-        guard elements.count > 1 else { return }
-        for i in stride(from: elements.count - 1, to: 0, by: -1) {
-            elements.swapAt(i, Int(generator.next() % UInt64(i + 1)))
         }
     }
 }

@@ -24,11 +24,23 @@ extension Store {
 
     /// Adds a post after every existing one.
     public func addPost(imageURL: String, height: Double) throws -> Post {
-        try Self.validateImageURL(imageURL)
-        guard height > 0, height <= Self.maxPostHeight else {
+        try write(Writes.addPost(imageURL: imageURL, height: height))
+    }
+
+    /// Removes a post.
+    public func deletePost(_ id: String, ifMatch: String? = nil) throws {
+        try write(Writes.deletePost(id, ifMatch: ifMatch))
+    }
+}
+
+extension Writes {
+    /// Adds a post after every existing one.
+    public static func addPost(imageURL: String, height: Double) throws -> PreparedWrite<Post> {
+        try Store.validateImageURL(imageURL)
+        guard height > 0, height <= Store.maxPostHeight else {
             throw ModelError.unprocessable("height must be a number above 0 and at most 100000")
         }
-        return try write { tx in
+        return PreparedWrite { tx in
             // The shared position counter starts after the donuts and orders
             // when the state is loaded; staying after the last post keeps
             // creation order across restarts whatever it starts from.
@@ -43,8 +55,8 @@ extension Store {
     }
 
     /// Removes a post.
-    public func deletePost(_ id: String, ifMatch: String? = nil) throws {
-        try write { tx in
+    public static func deletePost(_ id: String, ifMatch: String? = nil) -> PreparedWrite<Void> {
+        PreparedWrite { tx in
             guard let post = tx.state.posts[id] else { throw ModelError.notFound("no post \(id)") }
             try tx.require(ifMatch: ifMatch, current: post.representation())
             try tx.execute("DELETE FROM posts WHERE id = ?", [.text(id)])

@@ -32,8 +32,8 @@ public final class Store: Sendable {
     public let registry: ObservationRegistry
     let writer: Locked<Database>
     private let current: Locked<ModelState>
-    /// Writes submitted for the next group commit.
-    private let queue = WorkQueue<any QueuedWrite>()
+    /// Writes waiting for the next group commit.
+    private let queue = WriteQueue()
     private let committerDone = Locked(false)
     private let commits = Locked<(transactions: Int64, writes: Int64)>((0, 0))
     private let wake: Locked<Wake?>
@@ -87,20 +87,45 @@ public final class Store: Sendable {
 
     /// Commits `prepared` alone, as `write(_:)` does.
     public func write<T: Sendable>(_ prepared: PreparedWrite<T>) throws -> T {
-        try write(prepared.body)
+        let value = try write(prepared.body)
+        prepared.afterCommit?(self, value)
+        return value
     }
 
-    /// Queues `prepared` to be committed together with the other writes
-    /// waiting at that moment (one transaction, one sync of the log for all
-    /// of them), then calls `completion` with its outcome on the committing
-    /// thread. Each write still has its own changes, seqs and transaction
-    /// number, and fails alone.
-    public func submit<T: Sendable>(_ prepared: PreparedWrite<T>,
-                                    then completion: @escaping @Sendable (Result<T, any Error>) -> Void)
+    /// Commits `prepared` together with the writes that wait beside it.
+    ///
+    /// When nobody is committing, it is committed at once on this thread and
+    /// its outcome returned. Otherwise `wait` is asked whether the caller
+    /// can wait (a suspended connection can; it is called under the queue's
+    /// lock, so the commit running cannot end in between): if so, the write
+    /// is queued, nil is returned, and `completion` gets the outcome on the
+    /// committing thread once the group it joined is committed. If not, it
+    /// is committed on its own, as `write` does. Each write keeps its own
+    /// changes, seqs and transaction number, and fails alone.
+    public func submit<T: Sendable>(_ prepared: PreparedWrite<T>, wait: () -> Bool,
+                                    then completion: @escaping @Sendable (Result<T, any Error>) -> Void) -> Result<T, any Error>?
     {
-        let write = PendingWrite(prepared.body, completion: completion)
-        if !queue.push(write) {
-            completion(.failure(ModelError(.unavailable, "the server is stopping")))
+        var finish = completion
+        if let afterCommit = prepared.afterCommit {
+            finish = { @Sendable [self] result in
+                if case .success(let value) = result { afterCommit(self, value) }
+                completion(result)
+            }
+        }
+        let write = PendingWrite(prepared.body, completion: finish)
+        switch queue.enter(write, wait: wait) {
+        case .queued:
+            return nil
+        case .commitNow:
+            write.completion = nil
+            commit([write])
+            queue.leave()
+            if case .success(let value) = write.outcome { prepared.afterCommit?(self, value) }
+            return write.outcome
+        case .commitAlone:
+            return Result { try self.write(prepared) }
+        case .closed:
+            return .failure(ModelError(.unavailable, "the server is stopping"))
         }
     }
 
