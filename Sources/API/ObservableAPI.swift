@@ -77,18 +77,22 @@ public final class ObservableAPI: Sendable {
     /// A `200` JSON answer to a `GET`, or `304` when `If-None-Match` matches.
     static func json(_ body: [UInt8], request: HTTPRequest, cursor: Int64? = nil) -> HTTPResponse {
         let etag = Representation.etag(of: body)
-        var response = HTTPResponse(status: 200, body: body)
+        // The headers are distinct: appended without `setHeader`'s search.
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(4)
+        var response: HTTPResponse
         if let match = request.header("If-None-Match"),
            match == "*" || match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0.trimmingCharacters(in: .whitespaces) == "W/" + etag })
         {
-            response.status = 304
-            response.body = []
+            response = HTTPResponse(status: 304)
         } else {
-            response.setHeader("Content-Type", "application/json")
+            response = HTTPResponse(status: 200, body: body)
+            headers.append(("Content-Type", "application/json"))
         }
-        response.setHeader("ETag", etag)
-        response.setHeader("Cache-Control", "no-cache")
-        if let cursor { response.setHeader("Observation-Cursor", String(cursor)) }
+        headers.append(("ETag", etag))
+        headers.append(("Cache-Control", "no-cache"))
+        if let cursor { headers.append(("Observation-Cursor", String(cursor))) }
+        response.headers = headers
         return response
     }
 
@@ -132,11 +136,9 @@ public final class ObservableAPI: Sendable {
     }
 
     static func written(_ body: [UInt8], status: Int = 200, location: String? = nil) -> HTTPResponse {
-        var response = HTTPResponse(status: status, body: body)
-        response.setHeader("Content-Type", "application/json")
-        response.setHeader("ETag", Representation.etag(of: body))
-        if let location { response.setHeader("Location", location) }
-        return response
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("ETag", Representation.etag(of: body))]
+        if let location { headers.append(("Location", location)) }
+        return HTTPResponse(status: status, headers: headers, body: body)
     }
 
     static let noContent = HTTPResponse(status: 204)

@@ -115,9 +115,9 @@ public struct RouterResponder: HTTPResponder {
     }
 
     private func route(_ request: HTTPRequest, connection: Connection, cors: [(name: String, value: String)]) -> Reply {
-        var path = Substring(request.path)
-        if path.count > 1 && path.hasSuffix("/") { path = path.dropLast() }
-        if let index = literalRoutes[String(path)] {
+        let path = request.path
+        let trailingSlash = path.utf8.count > 1 && path.utf8.last == UInt8(ascii: "/")
+        if let index = literalRoutes[trailingSlash ? String(path.dropLast()) : path] {
             return dispatch(request, to: routes[index], parameters: [:], connection: connection, cors: cors)
         }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()

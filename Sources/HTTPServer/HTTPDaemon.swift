@@ -220,13 +220,13 @@ public final class HTTPDaemon: Sendable {
 
     // MARK: - Request lifecycle (called from the C callbacks)
 
-    func handle(connection: OpaquePointer, url: String, method: String, uploadData: UnsafePointer<CChar>?,
+    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>, uploadData: UnsafePointer<CChar>?,
                 uploadSize: UnsafeMutablePointer<Int>, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result
     {
         guard let raw = contextSlot.pointee else {
             // First call: headers are in. Reject an announced oversize body
             // before reading it.
-            let context = RequestContext(method: method, url: url)
+            let context = RequestContext(method: methodName(method), url: String(cString: url))
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
             inFlight.add(1, ordering: .relaxed)
             if let length = lookup(connection, .HEADER_KIND, "Content-Length"), let size = Int(length), size > configuration.maxBody {
@@ -261,8 +261,8 @@ public final class HTTPDaemon: Sendable {
         let request = HTTPRequest(
             method: context.method,
             path: context.url,
-            query: collect(connection, .GET_ARGUMENT_KIND, lowercaseNames: false),
-            headers: collect(connection, .HEADER_KIND, lowercaseNames: true),
+            query: queryArguments(connection),
+            headerFields: headerFields(connection),
             body: context.body)
         context.body = []
         let handle = Connection(daemon: self, pointer: ConnectionPointer(raw: connection), context: context)
@@ -293,7 +293,10 @@ public final class HTTPDaemon: Sendable {
         guard let mhdResponse else { return .NO }
         defer { MHD_destroy_response(mhdResponse) }
         for header in response.headers {
-            _ = MHD_add_response_header(mhdResponse, header.name, header.value)
+            // A native string's UTF-8 is already NUL-terminated: no copy.
+            _ = header.name.withCString { name in
+                header.value.withCString { value in MHD_add_response_header(mhdResponse, name, value) }
+            }
         }
         if logger.logLevel <= .debug {
             logger.debug("\(context.method) \(context.url) \(response.status)")
@@ -305,10 +308,25 @@ public final class HTTPDaemon: Sendable {
         MHD_lookup_connection_value(connection, kind, name).map { String(cString: $0) }
     }
 
-    private func collect(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercaseNames: Bool) -> [String: String] {
-        let box = ValueCollector(lowercaseNames: lowercaseNames)
+    /// The query arguments; a repeated name keeps its last value.
+    private func queryArguments(_ connection: OpaquePointer) -> [String: String] {
+        // Most requests have none: counted without building anything.
+        guard MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, nil, nil) > 0 else { return [:] }
+        let box = ValueCollector()
         withExtendedLifetime(box) {
-            _ = MHD_get_connection_values(connection, kind, collectValue, Unmanaged.passUnretained(box).toOpaque())
+            _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectValue, Unmanaged.passUnretained(box).toOpaque())
+        }
+        var query: [String: String] = [:]
+        query.reserveCapacity(box.values.count)
+        for (name, value) in box.values { query[name] = value }
+        return query
+    }
+
+    /// The header fields as received.
+    private func headerFields(_ connection: OpaquePointer) -> [(name: String, value: String)] {
+        let box = ValueCollector()
+        withExtendedLifetime(box) {
+            _ = MHD_get_connection_values(connection, .HEADER_KIND, collectValue, Unmanaged.passUnretained(box).toOpaque())
         }
         return box.values
     }
@@ -337,17 +355,30 @@ final class RequestContext: @unchecked Sendable {
 }
 
 final class ValueCollector {
-    let lowercaseNames: Bool
-    var values: [String: String] = [:]
-    init(lowercaseNames: Bool) { self.lowercaseNames = lowercaseNames }
+    var values: [(name: String, value: String)] = []
+    init() { values.reserveCapacity(8) }
 }
 
 private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> MHD_Result {
     guard let cls, let key else { return .YES }
     let box = Unmanaged<ValueCollector>.fromOpaque(cls).takeUnretainedValue()
-    let name = String(cString: key)
-    box.values[box.lowercaseNames ? name.lowercased() : name] = value.map { String(cString: $0) } ?? ""
+    box.values.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
     return .YES
+}
+
+/// The request method, as a string literal for the usual ones (no copy).
+private func methodName(_ method: UnsafePointer<CChar>) -> String {
+    guard method[0] != 0 else { return "" }
+    switch (method[0], method[1]) {
+    case (0x47, 0x45) where strcmp(method, "GET") == 0: return "GET"
+    case (0x50, 0x4F) where strcmp(method, "POST") == 0: return "POST"
+    case (0x50, 0x41) where strcmp(method, "PATCH") == 0: return "PATCH"
+    case (0x44, 0x45) where strcmp(method, "DELETE") == 0: return "DELETE"
+    case (0x48, 0x45) where strcmp(method, "HEAD") == 0: return "HEAD"
+    case (0x4F, 0x50) where strcmp(method, "OPTIONS") == 0: return "OPTIONS"
+    case (0x50, 0x55) where strcmp(method, "PUT") == 0: return "PUT"
+    default: return String(cString: method)
+    }
 }
 
 private func accessHandler(
@@ -357,7 +388,7 @@ private func accessHandler(
 ) -> MHD_Result {
     guard let cls, let connection, let url, let method, let uploadSize, let contextSlot else { return .NO }
     let daemon = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
-    return daemon.handle(connection: connection, url: String(cString: url), method: String(cString: method),
+    return daemon.handle(connection: connection, url: url, method: method,
                          uploadData: uploadData, uploadSize: uploadSize, contextSlot: contextSlot)
 }
 

@@ -5,20 +5,27 @@ public struct HTTPRequest: Sendable {
     public let path: String
     /// Query parameters; a repeated name keeps its last value.
     public let query: [String: String]
-    /// Header values by lower-cased name.
-    public let headers: [String: String]
+    /// Header fields as received, in order. A request has few: they are
+    /// searched in place rather than hashed into a dictionary.
+    public let headerFields: [(name: String, value: String)]
     public let body: [UInt8]
 
-    public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = []) {
+    public init(method: String, path: String, query: [String: String] = [:],
+                headerFields: [(name: String, value: String)], body: [UInt8] = [])
+    {
         self.method = method
         self.path = path
         self.query = query
-        self.headers = headers
+        self.headerFields = headerFields
         self.body = body
     }
 
-    /// The value of header `name` (any case).
+    public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = []) {
+        self.init(method: method, path: path, query: query, headerFields: headers.map { ($0.key, $0.value) }, body: body)
+    }
+
+    /// The value of header `name` (any case); of a repeated header, the last.
     public func header(_ name: String) -> String? {
-        headers[name.lowercased()]
+        headerFields.last { sameHeaderName($0.name, name) }?.value
     }
 }

@@ -21,8 +21,16 @@ public struct Representation: Sendable {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01b3
         }
-        let hex = String(hash, radix: 16)
-        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
+        // `"` + 16 hex digits + `"`, written in place.
+        return String(unsafeUninitializedCapacity: 18) { buffer in
+            let digits: StaticString = "0123456789abcdef"
+            buffer[0] = UInt8(ascii: "\"")
+            for i in 0..<16 {
+                buffer[16 - i] = digits.utf8Start[Int((hash >> (UInt64(i) * 4)) & 0xf)]
+            }
+            buffer[17] = UInt8(ascii: "\"")
+            return 18
+        }
     }
 
     public var etag: String { Self.etag(of: bytes) }
