@@ -12,6 +12,6 @@ public struct Account: Sendable, Equatable {
     public func representation(_ selection: FieldSelection = .all) -> Representation {
         var builder = RepresentationBuilder(resource: Self.path)
         builder.field("userName", userName.json, selection)
-        return builder.representation
+        return builder.finish()
     }
 }

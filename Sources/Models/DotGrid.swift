@@ -27,7 +27,7 @@ public struct Dot: Sendable, Equatable {
         var builder = RepresentationBuilder(resource: path)
         builder.constant("id", .string(id))
         for field in Self.writableFields { builder.field(field, value(of: field), selection) }
-        return builder.representation
+        return builder.finish()
     }
 
     /// Every property key of this dot.
@@ -103,7 +103,7 @@ public struct DotGrid: Sendable, Equatable {
     public func representation(_ selection: FieldSelection = .all) -> Representation {
         var builder = RepresentationBuilder(resource: Self.path)
         builder.collection("rows", rows.map { Self.dots($0, selection) })
-        return builder.representation
+        return builder.finish()
     }
 
     /// `GET /grid/rows/{r}` and the answer to a new row: `{"row", "dots"}`.

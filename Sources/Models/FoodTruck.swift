@@ -43,10 +43,15 @@ public struct Donut: Sendable, Equatable {
     }
 
     public func representation(_ selection: FieldSelection = .all) -> Representation {
-        var builder = RepresentationBuilder(resource: path)
+        var builder = RepresentationBuilder(resource: path, fields: 5)
+        writeFields(into: &builder, selection)
+        return builder.finish()
+    }
+
+    /// Its fields, into the object `builder` is writing.
+    func writeFields(into builder: inout RepresentationBuilder, _ selection: FieldSelection = .all) {
         builder.constant("id", .string(id))
         for (field, key) in zip(Self.writableFields, fieldKeys) { builder.field(field, value(of: field), key: key, selection) }
-        return builder.representation
     }
 
     /// Every property key of this donut (what an observer of it may read).
@@ -65,11 +70,16 @@ public struct Order: Sendable, Equatable {
     public var path: String { Truck.ordersPath + "/" + id }
 
     public func representation(_ selection: FieldSelection = .all) -> Representation {
-        var builder = RepresentationBuilder(resource: path)
+        var builder = RepresentationBuilder(resource: path, fields: 3)
+        writeFields(into: &builder, selection)
+        return builder.finish()
+    }
+
+    /// Its fields, into the object `builder` is writing.
+    func writeFields(into builder: inout RepresentationBuilder, _ selection: FieldSelection = .all) {
         builder.constant("id", .string(id))
         builder.field("donutId", .string(donutId), selection)
         builder.field("quantity", .int(quantity), selection)
-        return builder.representation
     }
 
     public var keys: [PropertyKey] { [PropertyKey(path, "donutId"), PropertyKey(path, "quantity")] }
@@ -91,12 +101,16 @@ public struct Truck: Sendable, Equatable {
     public var orderCount: Int64 { Int64(orders.count) }
 
     public func representation(_ selection: FieldSelection = .all) -> Representation {
-        var builder = RepresentationBuilder(resource: Self.path)
+        var builder = RepresentationBuilder(resource: Self.path, fields: 4 + 5 * donuts.count + 3 * orders.count)
         builder.field("name", .string(name), selection)
-        builder.collection("donuts", donuts.values.map { $0.representation() }, selection)
-        builder.collection("orders", orders.values.map { $0.representation() }, selection)
+        builder.elements("donuts", selection) { builder in
+            for donut in donuts.values { builder.object(resource: donut.path) { donut.writeFields(into: &$0) } }
+        }
+        builder.elements("orders", selection) { builder in
+            for order in orders.values { builder.object(resource: order.path) { order.writeFields(into: &$0) } }
+        }
         builder.field("orderCount", .int(orderCount), selection)
-        return builder.representation
+        return builder.finish()
     }
 
     public func donutList(_ selection: FieldSelection = .all) -> Representation {

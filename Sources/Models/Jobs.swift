@@ -38,7 +38,7 @@ public struct Job: Sendable, Equatable {
         builder.constant("id", .string(id))
         builder.field("progress", progress, selection)
         builder.field("isComplete", .bool(isComplete), selection)
-        return builder.representation
+        return builder.finish()
     }
 }
 

@@ -21,7 +21,7 @@ public struct Card: Sendable, Equatable {
         builder.field("content", .string(content), selection)
         builder.field("isFaceUp", .bool(isFaceUp), selection)
         builder.field("isMatched", .bool(isMatched), selection)
-        return builder.representation
+        return builder.finish()
     }
 }
 
@@ -52,7 +52,7 @@ public struct MemoryGame: Sendable, Equatable {
         builder.constant("id", .string(id))
         builder.collection("cards", cards.values.map { $0.representation() }, selection)
         builder.field("isOver", .bool(isOver), selection)
-        return builder.representation
+        return builder.finish()
     }
 
     /// The game after choosing `cardId`, by the lecture's rules: a face-up

@@ -19,7 +19,7 @@ public struct Post: Sendable, Equatable {
         builder.constant("id", .string(id))
         builder.field("imageURL", .string(imageURL), selection)
         builder.field("height", .double(height), selection)
-        return builder.representation
+        return builder.finish()
     }
 
     public var keys: [PropertyKey] { [PropertyKey(path, "imageURL"), PropertyKey(path, "height")] }

@@ -4,15 +4,21 @@ import ModelObservation
 /// What a read returns: the JSON body and the property keys it contains,
 /// which become an observer's reads.
 public struct Representation: Sendable {
-    public var json: JSONValue
+    /// The body, serialised.
+    public var bytes: [UInt8]
     public var reads: [PropertyKey]
 
-    public init(json: JSONValue, reads: [PropertyKey]) {
-        self.json = json
+    public init(bytes: [UInt8], reads: [PropertyKey]) {
+        self.bytes = bytes
         self.reads = reads
     }
 
-    public var bytes: [UInt8] { JSONWriter.bytes(json) }
+    public init(json: JSONValue, reads: [PropertyKey]) {
+        self.init(bytes: JSONWriter.bytes(json), reads: reads)
+    }
+
+    /// The body as a JSON value, to answer it or nest it in another.
+    public var json: JSONValue { .raw(bytes) }
 
     /// A strong entity tag of the serialised body.
     public static func etag(of bytes: [UInt8]) -> String {
@@ -76,21 +82,38 @@ extension String {
     }
 }
 
-/// Builds a representation field by field, recording each field's key.
+/// Builds a representation field by field, writing the body as it goes
+/// and recording each field's key. Nested elements (`object` inside
+/// `elements`) are written into the same body.
 struct RepresentationBuilder {
-    var object = JSONObject()
-    var reads: [PropertyKey] = []
-    let resource: String
+    private var bytes: [UInt8] = []
+    private(set) var reads: [PropertyKey] = []
+    /// The path of the object being written: fields' keys start with it.
+    private(set) var resource: String
+    /// Whether a value was written since the last `{` or `[`.
+    private var needsComma = false
 
-    init(resource: String) {
+    /// A builder of the object at `resource`.
+    init(resource: String, fields: Int = 4) {
         self.resource = resource
+        bytes.reserveCapacity(32 * fields + 2)
+        bytes.append(UInt8(ascii: "{"))
+        reads.reserveCapacity(fields)
+    }
+
+    // Each name is given once per object (the models' field lists), so no
+    // name is looked for before it is written.
+    private mutating func name(_ name: String) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        JSONWriter.writeString(name, into: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = true
     }
 
     /// A field that cannot change (an id): in the body, not a read.
-    // Each name is given once per builder (the models' field lists), so the
-    // object is appended to without a search.
     mutating func constant(_ name: String, _ value: JSONValue) {
-        object.append(name, value)
+        self.name(name)
+        JSONWriter.write(value, into: &bytes)
     }
 
     mutating func field(_ name: String, _ value: JSONValue, _ selection: FieldSelection = .all) {
@@ -101,19 +124,60 @@ struct RepresentationBuilder {
     /// A field whose key the caller already has (`resource/name`).
     mutating func field(_ name: String, _ value: JSONValue, key: @autoclosure () -> PropertyKey, _ selection: FieldSelection = .all) {
         guard selection.includes(name) else { return }
-        object.append(name, value)
+        self.name(name)
+        JSONWriter.write(value, into: &bytes)
         reads.append(key())
     }
 
     /// A nested collection: its membership key plus whatever its elements read.
     /// `elements` is built only when the collection is selected.
     mutating func collection(_ name: String, _ elements: @autoclosure () -> [Representation], _ selection: FieldSelection = .all) {
-        guard selection.includes(name) else { return }
-        let elements = elements()
-        object.append(name, .array(elements.map(\.json)))
-        reads.append(PropertyKey(resource, name))
-        for element in elements { reads.append(contentsOf: element.reads) }
+        self.elements(name, selection) { builder in
+            for element in elements() { builder.append(element) }
+        }
     }
 
-    var representation: Representation { Representation(json: .object(object), reads: reads) }
+    /// A nested collection whose elements `body` writes (with `object`):
+    /// its membership key, then what the elements read. `body` runs only
+    /// when the collection is selected.
+    mutating func elements(_ name: String, _ selection: FieldSelection = .all, _ body: (inout RepresentationBuilder) -> Void) {
+        guard selection.includes(name) else { return }
+        self.name(name)
+        bytes.append(UInt8(ascii: "["))
+        needsComma = false
+        reads.append(PropertyKey(resource, name))
+        body(&self)
+        bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
+    /// An element of `elements`: the object at `resource`, whose fields
+    /// `body` writes.
+    mutating func object(resource: String, _ body: (inout RepresentationBuilder) -> Void) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(UInt8(ascii: "{"))
+        needsComma = false
+        let outer = self.resource
+        self.resource = resource
+        body(&self)
+        self.resource = outer
+        bytes.append(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    /// An element of `elements` already built.
+    mutating func append(_ element: Representation) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(contentsOf: element.bytes)
+        reads.append(contentsOf: element.reads)
+        needsComma = true
+    }
+
+    /// The representation: the object closed, its body and reads handed over.
+    mutating func finish() -> Representation {
+        bytes.append(UInt8(ascii: "}"))
+        var body: [UInt8] = []
+        swap(&body, &bytes)
+        return Representation(bytes: body, reads: reads)
+    }
 }
