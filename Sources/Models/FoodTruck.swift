@@ -122,8 +122,12 @@ public struct Truck: Sendable, Equatable {
     }
 
     public var orderCountRepresentation: Representation {
-        Representation(json: ["orderCount": .int(orderCount)], reads: [PropertyKey(Self.orderCountPath)])
+        var builder = RepresentationBuilder(resource: Self.path, fields: 1)
+        builder.field("orderCount", .int(orderCount), key: Self.orderCountKey)
+        return builder.finish()
     }
+
+    static let orderCountKey = PropertyKey(orderCountPath)
 
     private func list(_ name: String, path: String, _ elements: [Representation]) -> Representation {
         var reads = [PropertyKey(path)]
