@@ -78,7 +78,9 @@ import Testing
                 }
             }
         }
-        Thread.sleep(forTimeInterval: 0.5)
+        // Stop in the middle of the storm: once orders are being acknowledged.
+        let storming = Date().addingTimeInterval(20)
+        while acknowledged.snapshot.ids.count < 100 && Date() < storming { Thread.sleep(forTimeInterval: 0.01) }
         #expect(server.stop(signal: SIGTERM) == 0)
         #expect(group.wait(timeout: .now() + 30) == .success)
         let (ids, statuses) = acknowledged.snapshot
