@@ -3,18 +3,46 @@ import Synchronization
 
 /// Request counters for `/metrics`, in the Prometheus text format.
 public final class Metrics: Sendable {
-    struct Key: Hashable {
+    /// The answers of one route, by status: a route's handler counts into
+    /// its own, found once when the routes are built, not per request.
+    final class RouteCounter: Sendable {
         let route: String
-        let status: Int
+        private let counts = Locked<[(status: Int, count: Int)]>([])
+
+        init(route: String) {
+            self.route = route
+        }
+
+        func record(_ status: Int) {
+            counts.withLock { counts in
+                if let index = counts.firstIndex(where: { $0.status == status }) {
+                    counts[index].count += 1
+                } else {
+                    counts.append((status, 1))
+                }
+            }
+        }
+
+        var snapshot: [(status: Int, count: Int)] { counts.withLock { $0 } }
     }
 
-    private let requests = Locked<[Key: Int]>([:])
+    private let routes = Locked<[String: RouteCounter]>([:])
     private let wakeups = Atomic<Int>(0)
 
     public init() {}
 
+    /// The counter of `route`, made on first use.
+    func counter(for route: String) -> RouteCounter {
+        routes.withLock { routes in
+            if let counter = routes[route] { return counter }
+            let counter = RouteCounter(route: route)
+            routes[route] = counter
+            return counter
+        }
+    }
+
     public func recordRequest(route: String, status: Int) {
-        requests.withLock { $0[Key(route: route, status: status), default: 0] += 1 }
+        counter(for: route).record(status)
     }
 
     func recordWakeups(_ count: Int) {
@@ -25,9 +53,11 @@ public final class Metrics: Sendable {
     func render(counters: [(name: String, help: String, value: Int64)] = [], gauges: [(name: String, help: String, value: Int64)]) -> String {
         var out = "# HELP observable_http_requests_total HTTP requests answered, by route and status.\n"
         out += "# TYPE observable_http_requests_total counter\n"
-        let counts = requests.withLock { $0 }
-        for (key, count) in counts.sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
-            out += "observable_http_requests_total{route=\"\(key.route)\",status=\"\(key.status)\"} \(count)\n"
+        let routeCounters = routes.withLock { $0.values }.sorted { $0.route < $1.route }
+        for counter in routeCounters {
+            for (status, count) in counter.snapshot.sorted(by: { $0.status < $1.status }) {
+                out += "observable_http_requests_total{route=\"\(counter.route)\",status=\"\(status)\"} \(count)\n"
+            }
         }
         out += "# HELP observable_longpoll_wakeups_total Parked long-polls woken by a change they read.\n"
         out += "# TYPE observable_longpoll_wakeups_total counter\n"

@@ -66,12 +66,12 @@ public final class ObservableAPI: Sendable {
             throw APIError(404, "no observer \(observer); create one with POST /observers")
         }
         let selection = try FieldSelection(request.query["fields"], allowed: allowed)
-        let state = store.state
-        let representation = try render(state, selection)
+        let snapshot = store.snapshot
+        let representation = try render(snapshot.state, selection)
         if let observer {
-            try store.track(representation.reads, by: observer, at: state.seq)
+            try store.track(representation.reads, by: observer, at: snapshot.state.seq)
         }
-        return .response(Self.json(representation.bytes, request: request, cursor: state.seq))
+        return .response(Self.json(representation.bytes, request: request, cursor: snapshot.state.seq))
     }
 
     /// A `200` JSON answer to a `GET`, or `304` when `If-None-Match` matches.

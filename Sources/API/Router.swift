@@ -65,8 +65,11 @@ public final class Router {
     public func delete(_ pattern: String, access: RouteAccess? = nil, _ handler: @escaping RouteHandler) { on("DELETE", pattern, access: access, handler) }
 
     public func buildResponder(metrics: Metrics, policy: AccessPolicy = AccessPolicy()) -> RouterResponder {
-        RouterResponder(routes: routes.map { RouterResponder.Route(pattern: $0.pattern, segments: $0.segments, handlers: $0.handlers) },
-                        metrics: metrics, policy: policy)
+        RouterResponder(routes: routes.map {
+            RouterResponder.Route(pattern: $0.pattern, segments: $0.segments,
+                                  handlers: $0.handlers.map { (method: $0.key, access: $0.value.access, handler: $0.value.handler) },
+                                  counter: metrics.counter(for: $0.pattern))
+        }, metrics: metrics, policy: policy)
     }
 }
 
@@ -76,7 +79,15 @@ public struct RouterResponder: HTTPResponder {
     struct Route: Sendable {
         let pattern: String
         let segments: [Router.Segment]
-        let handlers: [String: (access: RouteAccess, handler: RouteHandler)]
+        /// A route has a handful of methods: found by comparing, not hashing.
+        let handlers: [(method: String, access: RouteAccess, handler: RouteHandler)]
+        let counter: Metrics.RouteCounter
+
+        var methods: [String] {
+            var methods = handlers.map(\.method).sorted()
+            if methods.contains("GET") { methods.append("HEAD") }
+            return methods
+        }
     }
 
     let routes: [Route]
@@ -85,11 +96,14 @@ public struct RouterResponder: HTTPResponder {
     /// Routes without parameters by their path, for the paths that no
     /// earlier route also matches: found without splitting the path.
     let literalRoutes: [String: Int]
+    /// Where requests that match no route are counted.
+    let unmatched: Metrics.RouteCounter
 
     init(routes: [Route], metrics: Metrics, policy: AccessPolicy) {
         self.routes = routes
         self.metrics = metrics
         self.policy = policy
+        unmatched = metrics.counter(for: "unmatched")
         var literalRoutes: [String: Int] = [:]
         for (index, route) in routes.enumerated() {
             let literals: [Substring] = route.segments.compactMap {
@@ -126,7 +140,7 @@ public struct RouterResponder: HTTPResponder {
             guard let parameters = Self.match(route.segments, segments) else { continue }
             return dispatch(request, to: route, parameters: parameters, connection: connection, cors: cors)
         }
-        return record(.response(Problem.response(404, "Not Found", "No resource at \(request.path)")), route: "unmatched")
+        return record(.response(Problem.response(404, "Not Found", "No resource at \(request.path)")), unmatched)
     }
 
     private func dispatch(_ request: HTTPRequest, to route: Route, parameters: [String: String], connection: Connection,
@@ -135,32 +149,28 @@ public struct RouterResponder: HTTPResponder {
         let method = request.method == "HEAD" ? "GET" : request.method
         if method == "OPTIONS", !cors.isEmpty {
             // A CORS preflight from an allowed origin.
-            var allowed = route.handlers.keys.sorted()
-            if allowed.contains("GET") { allowed.append("HEAD") }
-            let response = HTTPResponse(status: 204, headers: AccessPolicy.preflightHeaders(methods: allowed))
-            return record(.response(response), route: route.pattern)
+            let response = HTTPResponse(status: 204, headers: AccessPolicy.preflightHeaders(methods: route.methods))
+            return record(.response(response), route.counter)
         }
-        guard let (access, handler) = route.handlers[method] else {
-            var allowed = route.handlers.keys.sorted()
-            if allowed.contains("GET") { allowed.append("HEAD") }
+        guard let (_, access, handler) = route.handlers.first(where: { $0.method == method }) else {
             let response = Problem.response(405, "Method Not Allowed", "\(request.method) is not allowed on \(request.path)",
-                                            headers: [("Allow", allowed.joined(separator: ", "))])
-            return record(.response(response), route: route.pattern)
+                                            headers: [("Allow", route.methods.joined(separator: ", "))])
+            return record(.response(response), route.counter)
         }
         if let denied = policy.deny(request, access: access) {
-            return record(.response(denied), route: route.pattern)
+            return record(.response(denied), route.counter)
         }
         let context = RouteContext(request: request, parameters: parameters, connection: connection, route: route.pattern,
                                    corsHeaders: cors)
         do {
-            return record(try handler(context), route: route.pattern)
+            return record(try handler(context), route.counter)
         } catch {
-            return record(.response(APIError.response(for: error)), route: route.pattern)
+            return record(.response(APIError.response(for: error)), route.counter)
         }
     }
 
-    private func record(_ reply: Reply, route: String) -> Reply {
-        if case .response(let response) = reply { metrics.recordRequest(route: route, status: response.status) }
+    private func record(_ reply: Reply, _ counter: Metrics.RouteCounter) -> Reply {
+        if case .response(let response) = reply { counter.record(response.status) }
         return reply
     }
 

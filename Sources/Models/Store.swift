@@ -31,7 +31,9 @@ public final class Store: Sendable {
 
     public let registry: ObservationRegistry
     let writer: Locked<Database>
-    private let current: Locked<ModelState>
+    /// What reads see: replaced whole after each commit, so that a read
+    /// takes one reference rather than one per model.
+    private let current: Locked<Snapshot>
     /// Writes waiting for the next group commit.
     private let queue = WriteQueue()
     private let committerDone = Locked(false)
@@ -51,7 +53,7 @@ public final class Store: Sendable {
         try Self.loadObservation(database, into: registry, retain: configuration.retainChanges, lastSeq: state.seq)
         self.registry = registry
         self.writer = Locked(database)
-        self.current = Locked(state)
+        self.current = Locked(Snapshot(state))
         self.wake = Locked(nil)
         self.logger = logger
         startCommitting()
@@ -72,7 +74,10 @@ public final class Store: Sendable {
     var wakeHandler: Wake? { wake.withLock { $0 } }
 
     /// The current state (a cheap copy-on-write snapshot).
-    public var state: ModelState { current.withLock { $0 } }
+    public var state: ModelState { snapshot.state }
+
+    /// The current state, shared: what a read renders from.
+    public var snapshot: Snapshot { current.withLock { $0 } }
 
     /// Runs `body` as one transaction. Its changes, plus those of computed
     /// properties whose value moved, are committed with the model's rows,
@@ -155,7 +160,7 @@ public final class Store: Sendable {
         // `replaced` is the state before the batch: kept so that the last
         // reference to what the writes replaced is dropped after the lock.
         let (woken, replaced) = writer.withLock { database in
-            let replaced = current.withLock { $0 }
+            let replaced = snapshot
             var woken: [(observer: String, waiter: any ChangeWaiter)] = []
             if !transact(batch, on: database, woken: &woken) && batch.count > 1 {
                 // The transaction failed as a whole (a write failed after
@@ -178,7 +183,7 @@ public final class Store: Sendable {
     private func transact(_ batch: [any QueuedWrite], on database: Database,
                           woken: inout [(observer: String, waiter: any ChangeWaiter)]) -> Bool
     {
-        var state = current.withLock { $0 }
+        var state = snapshot.state
         var committed: [Change] = []
         var writes: Int64 = 0
         do {
@@ -220,7 +225,8 @@ public final class Store: Sendable {
         // Publish before the new state is visible: a read that sees the new
         // state then tracks at a seq the registry already knows.
         woken += registry.publish(committed)
-        current.withLock { $0 = state }
+        let next = Snapshot(state)
+        current.withLock { $0 = next }
         commits.withLock { $0.transactions += 1; $0.writes += writes }
         return true
     }
@@ -347,5 +353,16 @@ public final class Store: Sendable {
     /// `PRAGMA integrity_check` of the database file.
     public func integrityCheck() throws -> String {
         try writer.withLock { try $0.integrityCheck() }
+    }
+}
+
+extension Store {
+    /// One committed state, as reads see it.
+    public final class Snapshot: Sendable {
+        public let state: ModelState
+
+        init(_ state: ModelState) {
+            self.state = state
+        }
     }
 }

@@ -41,7 +41,7 @@ import Testing
             let path = route.pattern.split(separator: "/", omittingEmptySubsequences: false).map { segment in
                 segment.hasPrefix(":") ? "{" + segment.dropFirst() + "}" : String(segment)
             }.joined(separator: "/")
-            for method in route.handlers.keys { served.insert(method + " " + path) }
+            for handler in route.handlers { served.insert(handler.method + " " + path) }
         }
         let documented = Self.operations(in: String(decoding: try Self.document(), as: UTF8.self))
         #expect(!served.isEmpty)
