@@ -45,6 +45,7 @@ struct osv_daemon_options {
 
 static inline struct MHD_Daemon *
 osv_start_daemon(unsigned int flags, uint16_t port,
+                 MHD_AcceptPolicyCallback accept_policy, void *accept_cls,
                  MHD_AccessHandlerCallback handler, void *handler_cls,
                  MHD_RequestCompletedCallback completed, void *completed_cls,
                  const struct osv_daemon_options *o)
@@ -61,7 +62,7 @@ osv_start_daemon(unsigned int flags, uint16_t port,
         { o->bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)o->bind_address },
         { MHD_OPTION_END, 0, NULL },
     };
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+    return MHD_start_daemon(flags, port, accept_policy, accept_cls, handler, handler_cls,
                             MHD_OPTION_ARRAY, items, MHD_OPTION_END);
 }
 

@@ -95,14 +95,14 @@ public final class HTTPDaemon: Sendable {
         var v6 = sockaddr_in6()
         let started: OpaquePointer?
         if c.host == "0.0.0.0" || c.host == "*" {
-            started = osv_start_daemon(flags, c.port, accessHandler, context, requestCompleted, context, &options)
+            started = osv_start_daemon(flags, c.port, acceptPolicy, context, accessHandler, context, requestCompleted, context, &options)
         } else if inet_pton(AF_INET, c.host, &v4.sin_addr) == 1 {
             v4.sin_family = sa_family_t(AF_INET)
             v4.sin_port = c.port.bigEndian
             started = withUnsafePointer(to: &v4) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
                     options.bind_address = address
-                    return osv_start_daemon(flags, c.port, accessHandler, context, requestCompleted, context, &options)
+                    return osv_start_daemon(flags, c.port, acceptPolicy, context, accessHandler, context, requestCompleted, context, &options)
                 }
             }
         } else if inet_pton(AF_INET6, c.host, &v6.sin6_addr) == 1 {
@@ -112,7 +112,7 @@ public final class HTTPDaemon: Sendable {
             started = withUnsafePointer(to: &v6) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
                     options.bind_address = address
-                    return osv_start_daemon(flags, c.port, accessHandler, context, requestCompleted, context, &options)
+                    return osv_start_daemon(flags, c.port, acceptPolicy, context, accessHandler, context, requestCompleted, context, &options)
                 }
             }
         } else {
@@ -128,8 +128,11 @@ public final class HTTPDaemon: Sendable {
     /// answer, lets requests in flight finish (up to `grace`), then stops.
     public func stop(grace: Duration = .seconds(3)) {
         guard let current = daemon.withLock({ $0 }) else { return }
+        // New connections are refused by `acceptPolicy` from here on.
+        // (`MHD_quiesce_daemon` races with a worker thread that removes the
+        // listening socket from its epoll set at the same moment, and then
+        // aborts the process: "Failed to remove listen FD from epoll set".)
         stopping.store(true, ordering: .sequentiallyConsistent)
-        _ = MHD_quiesce_daemon(current.raw)
         let parked = lot.withLock { $0.removeAll() }
         resume(parked.map { ($0, $0.onDeadline()) })
         let clock = ContinuousClock()
@@ -177,6 +180,8 @@ public final class HTTPDaemon: Sendable {
         lot.withLock { $0.insert(parked) }
         return parked
     }
+
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
     func suspend(_ connection: ConnectionPointer, context: RequestContext) -> ParkedConnection? {
         // Counted before `stopping` is read, and `stop` sets `stopping`
@@ -379,6 +384,12 @@ private func methodName(_ method: UnsafePointer<CChar>) -> String {
     case (0x50, 0x55) where strcmp(method, "PUT") == 0: return "PUT"
     default: return String(cString: method)
     }
+}
+
+/// Refuses new connections once the daemon is stopping.
+private func acceptPolicy(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> MHD_Result {
+    guard let cls else { return .YES }
+    return Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().isStopping ? .NO : .YES
 }
 
 private func accessHandler(

@@ -1,3 +1,4 @@
+import Dispatch
 import API
 import Foundation
 import HTTPServer
@@ -128,6 +129,31 @@ import Testing
         #expect(status == 0, "log: \(server.log)")
         #expect(server.process.terminationReason == .exit)
         #expect(server.log.contains("SIGTERM received"))
+    }
+
+    /// While a stop waits for a request in flight, a new connection is
+    /// refused, and the request in flight is still answered.
+    @Test func aStoppingServerRefusesNewConnectionsAndFinishesTheRequestInFlight() throws {
+        let server = try TestServer()
+        let port = server.port
+        // A request in flight: its head and half of its body.
+        let body = Array(#"{"donutId":"\#(Seed.glazed)","quantity":3}"#.utf8)
+        let slow = try TestConnection(port: port)
+        try slow.sendRaw(Array("POST /truck/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+                         + body.prefix(10))
+        Thread.sleep(forTimeInterval: 0.2)
+        let stopped = DispatchSemaphore(value: 0)
+        let application = server.application
+        DispatchQueue.global().async {
+            application.stop()
+            stopped.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(throws: (any Error).self) { try TestConnection(port: port, receiveTimeout: 2).request("GET", "/healthz") }
+        try slow.sendRaw(Array(body.dropFirst(10)))
+        let answer = try slow.receive(method: "POST")
+        #expect(answer.status == 201)
+        #expect(stopped.wait(timeout: .now() + 10) == .success)
     }
 
     /// Nothing keeps a stopped application alive: an embedding program can
