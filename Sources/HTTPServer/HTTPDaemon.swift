@@ -57,6 +57,7 @@ public final class HTTPDaemon: Sendable {
     private let suspended = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private let timerRunning = Atomic<Bool>(false)
+    private let timerExited = Locked(false)
     private let boundPort = Atomic<UInt16>(0)
 
     public init(configuration: Configuration, responder: any HTTPResponder, logger: Logger = Logger(label: "observable.http")) {
@@ -148,6 +149,11 @@ public final class HTTPDaemon: Sendable {
             BackgroundThread.sleep(seconds: 0.001)
         }
         timerRunning.store(false, ordering: .releasing)
+        // The clock resumes connections: it is done before the daemon stops.
+        let timerEnd = clock.now + .seconds(2)
+        while !timerExited.withLock({ $0 }) && clock.now < timerEnd {
+            BackgroundThread.sleep(seconds: 0.001)
+        }
         daemon.withLock { $0 = nil }
         MHD_stop_daemon(current.raw)
     }
@@ -181,7 +187,8 @@ public final class HTTPDaemon: Sendable {
         return parked
     }
 
-    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+    /// Whether `stop` has begun: new connections are refused from then on.
+    public var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
     func suspend(_ connection: ConnectionPointer, context: RequestContext) -> ParkedConnection? {
         // Counted before `stopping` is read, and `stop` sets `stopping`
@@ -209,18 +216,26 @@ public final class HTTPDaemon: Sendable {
 
     private func startTimer() {
         timerRunning.store(true, ordering: .releasing)
-        BackgroundThread.start(name: "observable.deadlines") { [self] in
-            while timerRunning.load(ordering: .acquiring) {
+        BackgroundThread.start(name: "observable.deadlines") { [weak self, timerExited] in
+            // The daemon is held only while expired polls are answered, not
+            // while the clock sleeps: a stopped daemon is freed at once.
+            while HTTPDaemon.answerExpired(self) {
                 BackgroundThread.sleep(seconds: 0.01)
-                let expired = lot.withLock { $0.removeExpired(now: .now) }
-                if !expired.isEmpty {
-                    // Already removed from the lot: settle and resume directly.
-                    for parked in expired where parked.settle(with: parked.onDeadline()) {
-                        MHD_resume_connection(parked.connection.raw)
-                    }
-                }
             }
+            timerExited.withLock { $0 = true }
         }
+    }
+
+    /// Answers the parked connections whose deadline passed; false once the
+    /// daemon is gone or stopping.
+    private static func answerExpired(_ daemon: HTTPDaemon?) -> Bool {
+        guard let daemon, daemon.timerRunning.load(ordering: .acquiring) else { return false }
+        let expired = daemon.lot.withLock { $0.removeExpired(now: .now) }
+        // Already removed from the lot: settle and resume directly.
+        for parked in expired where parked.settle(with: parked.onDeadline()) {
+            MHD_resume_connection(parked.connection.raw)
+        }
+        return true
     }
 
     // MARK: - Request lifecycle (called from the C callbacks)

@@ -141,14 +141,16 @@ import Testing
         let slow = try TestConnection(port: port)
         try slow.sendRaw(Array("POST /truck/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
                          + body.prefix(10))
-        Thread.sleep(forTimeInterval: 0.2)
-        let stopped = DispatchSemaphore(value: 0)
         let application = server.application
+        let deadline = Date().addingTimeInterval(10)
+        while application.daemon.connectionCount < 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        Thread.sleep(forTimeInterval: 0.1)
+        let stopped = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             application.stop()
             stopped.signal()
         }
-        Thread.sleep(forTimeInterval: 0.3)
+        while !application.daemon.isStopping && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         #expect(throws: (any Error).self) { try TestConnection(port: port, receiveTimeout: 2).request("GET", "/healthz") }
         try slow.sendRaw(Array(body.dropFirst(10)))
         let answer = try slow.receive(method: "POST")
