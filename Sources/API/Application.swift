@@ -72,10 +72,8 @@ public final class Application: Sendable {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         daemon.stop()
         store.stopBackgroundWork()
-        let deadline = Date().addingTimeInterval(configuration.housekeepingInterval + 2)
-        while !housekeepingDone.withLock({ $0 }) && Date() < deadline {
-            BackgroundThread.sleep(seconds: 0.01)
-        }
+        BackgroundThread.sleep(until: { housekeepingDone.withLock { $0 } },
+                               timeout: .seconds(configuration.housekeepingInterval + 2), step: 0.01)
         store.close()
         logger.info("observable-server stopped")
     }

@@ -9,11 +9,11 @@ extension ObservableAPI {
         router.post("/account/login") { [self] context in
             let body = try RequestBody(context.request, allowed: ["userName"])
             guard let userName = try body.string("userName") else { throw APIError(422, "userName is required") }
-            return try commit(context, try Writes.login(userName: userName)) { account in Self.written(account.representation().json) }
+            return try commit(context, try Writes.login(userName: userName)) { account in Self.written(account.representation().bytes) }
         }
         router.post("/account/logout") { [self] context in
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
-            return try commit(context, Writes.logout()) { account in Self.written(account.representation().json) }
+            return try commit(context, Writes.logout()) { account in Self.written(account.representation().bytes) }
         }
     }
 }

@@ -55,11 +55,11 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: Dot.writableFields)
             let fields = DotFields(isTapAnimated: try body.bool("isTapAnimated"), isRandomAnimated: try body.bool("isRandomAnimated"))
             let write = Writes.updateDot(context.parameter("id"), fields, ifMatch: context.request.header("If-Match"))
-            return try commit(context, write) { dot in Self.written(dot.representation().json) }
+            return try commit(context, write) { dot in Self.written(dot.representation().bytes) }
         }
         router.post("/grid/dots/:id/tap") { [self] context in
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
-            return .response(Self.written(try store.tapDot(context.parameter("id")).representation().json))
+            return .response(Self.written(try store.tapDot(context.parameter("id")).representation().bytes))
         }
     }
 

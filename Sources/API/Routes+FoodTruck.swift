@@ -10,7 +10,7 @@ extension ObservableAPI {
         router.patch("/truck") { [self] context in
             let body = try RequestBody(context.request, allowed: ["name"])
             let write = try Writes.renameTruck(to: try body.string("name"), ifMatch: context.request.header("If-Match"))
-            return try commit(context, write) { truck in Self.written(truck.representation().json) }
+            return try commit(context, write) { truck in Self.written(truck.representation().bytes) }
         }
         router.get("/truck/orderCount") { [self] context in
             try read(context, fields: ["orderCount"]) { state, _ in state.truck.orderCountRepresentation }
@@ -21,7 +21,7 @@ extension ObservableAPI {
         router.post("/truck/donuts") { [self] context in
             let body = try RequestBody(context.request, allowed: Donut.writableFields)
             return try commit(context, try Writes.addDonut(try Self.donutFields(body))) { donut in
-                Self.written(donut.representation().json, status: 201, location: donut.path)
+                Self.written(donut.representation().bytes, status: 201, location: donut.path)
             }
         }
         router.get("/truck/donuts/:id") { [self] context in
@@ -34,7 +34,7 @@ extension ObservableAPI {
         router.patch("/truck/donuts/:id") { [self] context in
             let body = try RequestBody(context.request, allowed: Donut.writableFields)
             let write = try Writes.updateDonut(context.parameter("id"), try Self.donutFields(body), ifMatch: context.request.header("If-Match"))
-            return try commit(context, write) { donut in Self.written(donut.representation().json) }
+            return try commit(context, write) { donut in Self.written(donut.representation().bytes) }
         }
         router.delete("/truck/donuts/:id") { [self] context in
             try commit(context, Writes.deleteDonut(context.parameter("id"), ifMatch: context.request.header("If-Match"))) { Self.noContent }

@@ -10,7 +10,7 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: ["total", "step", "intervalMs"])
             guard let total = try body.integer("total") else { throw APIError(422, "total is required") }
             let write = try Writes.createJob(total: total, step: try body.integer("step"), intervalMs: try body.integer("intervalMs"))
-            return try commit(context, write) { job in Self.written(job.representation().json, status: 201, location: job.path) }
+            return try commit(context, write) { job in Self.written(job.representation().bytes, status: 201, location: job.path) }
         }
         router.get("/jobs/:id") { [self] context in
             let id = context.parameter("id")
@@ -26,7 +26,7 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: ["current"])
             guard let current = try body.integer("current") else { throw APIError(422, "current is required") }
             return try commit(context, Writes.reportProgress(of: context.parameter("id"), current: current)) { job in
-                Self.written(job.representation().json)
+                Self.written(job.representation().bytes)
             }
         }
     }

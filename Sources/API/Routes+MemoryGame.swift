@@ -10,7 +10,7 @@ extension ObservableAPI {
             let body = try RequestBody(context.request, allowed: ["pairs", "seed"])
             guard let pairs = try body.integer("pairs") else { throw APIError(422, "pairs is required") }
             return try commit(context, try Writes.createGame(pairs: pairs, seed: try body.integer("seed"))) { game in
-                Self.written(game.representation().json, status: 201, location: game.path)
+                Self.written(game.representation().bytes, status: 201, location: game.path)
             }
         }
         router.get("/games/:id") { [self] context in
@@ -34,7 +34,7 @@ extension ObservableAPI {
         router.post("/games/:id/cards/:cardId/choose") { [self] context in
             _ = try RequestBody(context.request, allowed: [], emptyAllowed: true)
             return try commit(context, Writes.chooseCard(context.parameter("cardId"), in: context.parameter("id"))) { game in
-                Self.written(game.representation().json)
+                Self.written(game.representation().bytes)
             }
         }
     }

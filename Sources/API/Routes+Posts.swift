@@ -12,7 +12,7 @@ extension ObservableAPI {
             guard let imageURL = try body.string("imageURL") else { throw APIError(422, "imageURL is required") }
             guard let height = try body.number("height") else { throw APIError(422, "height is required") }
             return try commit(context, try Writes.addPost(imageURL: imageURL, height: height)) { post in
-                Self.written(post.representation().json, status: 201, location: post.path)
+                Self.written(post.representation().bytes, status: 201, location: post.path)
             }
         }
         // Before `/posts/:id`, which would otherwise take "staggered" for an id.

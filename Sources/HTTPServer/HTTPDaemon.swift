@@ -136,24 +136,14 @@ public final class HTTPDaemon: Sendable {
         stopping.store(true, ordering: .sequentiallyConsistent)
         let parked = lot.withLock { $0.removeAll() }
         resume(parked.map { ($0, $0.onDeadline()) })
-        let clock = ContinuousClock()
-        let end = clock.now + grace
-        while inFlight.load(ordering: .acquiring) > 0 && clock.now < end {
-            BackgroundThread.sleep(seconds: 0.01)
-        }
+        BackgroundThread.sleep(until: { inFlight.load(ordering: .acquiring) == 0 }, timeout: grace, step: 0.01)
         // A suspended connection must be resumed before the daemon stops,
         // and writes waiting for their commit are answered soon: wait for
         // them past the grace (bounded all the same).
-        let writesEnd = clock.now + .seconds(60)
-        while suspended.load(ordering: .sequentiallyConsistent) > 0 && clock.now < writesEnd {
-            BackgroundThread.sleep(seconds: 0.001)
-        }
+        BackgroundThread.sleep(until: { suspended.load(ordering: .sequentiallyConsistent) == 0 }, timeout: .seconds(60))
         timerRunning.store(false, ordering: .releasing)
         // The clock resumes connections: it is done before the daemon stops.
-        let timerEnd = clock.now + .seconds(2)
-        while !timerExited.withLock({ $0 }) && clock.now < timerEnd {
-            BackgroundThread.sleep(seconds: 0.001)
-        }
+        BackgroundThread.sleep(until: { timerExited.withLock { $0 } }, timeout: .seconds(2))
         daemon.withLock { $0 = nil }
         MHD_stop_daemon(current.raw)
     }

@@ -37,6 +37,20 @@ public enum BackgroundThread {
         close(fd)
     }
 
+    /// Sleeps in steps of `step` seconds until `condition` holds or
+    /// `timeout` has passed (nil: no limit); returns whether it held. For
+    /// waiting on another thread to finish its part of a stop.
+    @discardableResult
+    public static func sleep(until condition: () -> Bool, timeout: Duration?, step: Double = 0.001) -> Bool {
+        let clock = ContinuousClock()
+        let end = timeout.map { clock.now + $0 }
+        while !condition() {
+            if let end, clock.now >= end { return false }
+            sleep(seconds: step)
+        }
+        return true
+    }
+
     /// Sleeps the calling thread.
     public static func sleep(seconds: Double) {
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1_000_000_000))

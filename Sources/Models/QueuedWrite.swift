@@ -7,24 +7,29 @@ protocol QueuedWrite: AnyObject, Sendable {
     func run(_ transaction: inout WriteTransaction) throws
     /// Makes `error` the outcome.
     func fail(_ error: any Error)
-    /// Hands the outcome to whoever is waiting for it; called once, after
-    /// the commit (or the failure) and outside the writer lock.
-    func finish()
+    /// Runs what follows a successful commit, then hands the outcome to
+    /// whoever waits for it; called once, after the commit (or the
+    /// failure), outside the writer lock.
+    func finish(_ store: Store?)
 }
 
 /// A write whose body returns a `T`.
 ///
 /// `@unchecked Sendable`: it is handed from the thread that submits it to the
-/// committing thread through `WorkQueue`'s lock, and only that one thread
+/// committing thread through `WriteQueue`'s lock, and only that one thread
 /// touches `outcome` until `finish`.
 final class PendingWrite<T>: QueuedWrite, @unchecked Sendable {
     private let body: (inout WriteTransaction) throws -> T
+    private let afterCommit: ((Store, T) -> Void)?
     /// Nil for a write its caller commits and reads itself.
     var completion: (@Sendable (Result<T, any Error>) -> Void)?
     private(set) var outcome: Result<T, any Error> = .failure(ModelError(.unavailable, "the write did not run"))
 
-    init(_ body: @escaping (inout WriteTransaction) throws -> T, completion: (@Sendable (Result<T, any Error>) -> Void)?) {
+    init(_ body: @escaping (inout WriteTransaction) throws -> T, afterCommit: ((Store, T) -> Void)? = nil,
+         completion: (@Sendable (Result<T, any Error>) -> Void)?)
+    {
         self.body = body
+        self.afterCommit = afterCommit
         self.completion = completion
     }
 
@@ -36,7 +41,8 @@ final class PendingWrite<T>: QueuedWrite, @unchecked Sendable {
         outcome = .failure(error)
     }
 
-    func finish() {
+    func finish(_ store: Store?) {
+        if let store, let afterCommit, case .success(let value) = outcome { afterCommit(store, value) }
         completion?(outcome)
     }
 }

@@ -92,9 +92,9 @@ public final class Store: Sendable {
 
     /// Commits `prepared` alone, as `write(_:)` does.
     public func write<T: Sendable>(_ prepared: PreparedWrite<T>) throws -> T {
-        let value = try write(prepared.body)
-        prepared.afterCommit?(self, value)
-        return value
+        let write = PendingWrite(prepared.body, afterCommit: prepared.afterCommit, completion: nil)
+        commit([write])
+        return try write.outcome.get()
     }
 
     /// Commits `prepared` together with the writes that wait beside it.
@@ -110,14 +110,7 @@ public final class Store: Sendable {
     public func submit<T: Sendable>(_ prepared: PreparedWrite<T>, wait: () -> Bool,
                                     then completion: @escaping @Sendable (Result<T, any Error>) -> Void) -> Result<T, any Error>?
     {
-        var finish = completion
-        if let afterCommit = prepared.afterCommit {
-            finish = { @Sendable [self] result in
-                if case .success(let value) = result { afterCommit(self, value) }
-                completion(result)
-            }
-        }
-        let write = PendingWrite(prepared.body, completion: finish)
+        let write = PendingWrite(prepared.body, afterCommit: prepared.afterCommit, completion: completion)
         switch queue.enter(write, wait: wait) {
         case .queued:
             return nil
@@ -125,7 +118,6 @@ public final class Store: Sendable {
             write.completion = nil
             commit([write])
             queue.leave()
-            if case .success(let value) = write.outcome { prepared.afterCommit?(self, value) }
             return write.outcome
         case .commitAlone:
             return Result { try self.write(prepared) }
@@ -143,7 +135,7 @@ public final class Store: Sendable {
                 guard let self else {
                     for write in batch {
                         write.fail(ModelError(.unavailable, "the store is closed"))
-                        write.finish()
+                        write.finish(nil)
                     }
                     continue
                 }
@@ -170,7 +162,7 @@ public final class Store: Sendable {
             }
             return (woken, replaced)
         }
-        for write in batch { write.finish() }
+        for write in batch { write.finish(self) }
         if !woken.isEmpty, let wake = wake.withLock({ $0 }) { wake(woken) }
         withExtendedLifetime(replaced) {}
     }
@@ -343,9 +335,8 @@ public final class Store: Sendable {
     /// closes the database. Writes submitted after this fail.
     public func close() {
         queue.close()
-        while !committerDone.withLock({ $0 }) {
-            BackgroundThread.sleep(seconds: 0.001)
-        }
+        // Unbounded: an acknowledged write must not be cut off by closing.
+        BackgroundThread.sleep(until: { committerDone.withLock { $0 } }, timeout: nil)
         maintain()
         writer.withLock { $0.close() }
     }
