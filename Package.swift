@@ -7,7 +7,7 @@ let package = Package(
     products: [
         .executable(name: "observable-server", targets: ["observable-server"]),
         // For the fuzz package in fuzz/, which builds with -sanitize=fuzzer.
-        .library(name: "ObservableServerCore", targets: ["API", "HTTPServer", "Models", "JSON"]),
+        .library(name: "ObservableServerCore", targets: ["API", "HTTPServer", "Models", "ModelStore", "JSON"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -31,7 +31,6 @@ let package = Package(
             dependencies: [
                 "CMicroHTTPD", "Locks",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
@@ -40,26 +39,35 @@ let package = Package(
             name: "ModelObservation",
             dependencies: ["Locks", .product(name: "DequeModule", package: "swift-collections")]
         ),
+        // The engine: model declarations, their representation, writes and
+        // change recording, group commit, and the storage interface.
+        .target(
+            name: "ModelStore",
+            dependencies: [
+                "ModelObservation", "SQLiteStore", "JSON", "Locks",
+                .product(name: "HashTreeCollections", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The seed systems, declared on the engine.
         .target(
             name: "Models",
             dependencies: [
-                "ModelObservation", "SQLiteStore", "JSON", "Locks",
-                .product(name: "OrderedCollections", package: "swift-collections"),
-                .product(name: "HashTreeCollections", package: "swift-collections"),
-                .product(name: "Logging", package: "swift-log"),
+                "ModelStore", "JSON", "ModelObservation", "Locks",
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .target(
             name: "API",
             dependencies: [
-                "Models", "HTTPServer", "ModelObservation", "JSON", "Locks",
+                "Models", "ModelStore", "HTTPServer", "ModelObservation", "JSON", "Locks",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "observable-server",
             dependencies: [
-                "API",
+                "API", "ModelStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -67,10 +75,10 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "SQLiteStore"]),
+        .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "Models", "SQLiteStore"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["API", "HTTPServer", "Models", "JSON", "SQLiteStore"]
+            dependencies: ["API", "HTTPServer", "Models", "ModelStore", "JSON", "SQLiteStore"]
         ),
     ]
 )

@@ -1,6 +1,6 @@
 import HTTPServer
 import Logging
-import Models
+import ModelStore
 import SQLiteStore
 
 /// Errors the API raises itself; model and store errors map here too, so

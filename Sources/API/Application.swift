@@ -1,6 +1,7 @@
 import FoundationEssentials
 import HTTPServer
 import Logging
+import ModelStore
 import Models
 import Locks
 import Synchronization
@@ -10,6 +11,8 @@ public final class Application: Sendable {
     public struct Configuration: Sendable {
         public var http = HTTPDaemon.Configuration()
         public var store: Store.Configuration
+        /// The models served: the seed systems unless given.
+        public var models: Catalog = SeedModels.catalog()
         public var limits = ObservableAPI.Limits()
         public var access = AccessPolicy()
         /// Seconds between housekeeping runs (pruning, TTL, persisting cursors).
@@ -31,7 +34,7 @@ public final class Application: Sendable {
     public init(configuration: Configuration, logger: Logger = Logger(label: "observable")) throws {
         self.configuration = configuration
         self.logger = logger
-        store = try Store(configuration: configuration.store, logger: logger)
+        store = try Store(configuration: configuration.store, catalog: configuration.models, logger: logger)
         // Weak: the daemon owns the responder that owns the API that owns this closure.
         let daemonBox = Locked(Weak<HTTPDaemon>())
         api = ObservableAPI(store: store, limits: configuration.limits, policy: configuration.access) {

@@ -1,7 +1,7 @@
 import HTTPServer
 import JSON
 import ModelObservation
-import Models
+import ModelStore
 import Locks
 
 /// The long-polling change feed: answers `GET /observers/{id}/changes` at

@@ -1,7 +1,7 @@
 import HTTPServer
 import JSON
 import ModelObservation
-import Models
+import ModelStore
 
 /// The HTTP API: routes from HTTP to the models, reads tracked for
 /// observers, and the change feed.
@@ -44,12 +44,7 @@ public final class ObservableAPI: Sendable {
         let router = Router()
         addOperationRoutes(to: router)
         addObserverRoutes(to: router)
-        addFoodTruckRoutes(to: router)
-        addAccountRoutes(to: router)
-        addDotGridRoutes(to: router)
-        addJobsRoutes(to: router)
-        addMemoryGameRoutes(to: router)
-        addPostsRoutes(to: router)
+        addModelRoutes(to: router)
         addOpenAPIRoutes(to: router)
         addPageRoutes(to: router)
         return router.buildResponder(metrics: metrics, policy: policy)
@@ -81,9 +76,7 @@ public final class ObservableAPI: Sendable {
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(4)
         var response: HTTPResponse
-        if let match = request.header("If-None-Match"),
-           match == "*" || match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0.trimmingCharacters(in: .whitespaces) == "W/" + etag })
-        {
+        if let match = request.header("If-None-Match"), EntityTag.list(match, contains: etag, weak: true) {
             response = HTTPResponse(status: 304)
         } else {
             response = HTTPResponse(status: 200, body: body)
@@ -100,9 +93,7 @@ public final class ObservableAPI: Sendable {
     /// answers with `answer`'s response (problem+json when it failed): at
     /// once when it was committed on this thread, else from the committing
     /// thread, the connection suspended until then.
-    func commit<T: Sendable>(_ context: RouteContext, _ prepared: PreparedWrite<T>,
-                             answer: @escaping @Sendable (T) -> HTTPResponse) throws -> Reply
-    {
+    func commit(_ context: RouteContext, _ prepared: PreparedWrite<Answer>) throws -> Reply {
         let suspension = Suspension()
         let outcome = store.submit(prepared, wait: {
             suspension.connection = context.connection.suspend()
@@ -110,7 +101,7 @@ public final class ObservableAPI: Sendable {
         }, then: { [metrics] result in
             var response: HTTPResponse
             switch result {
-            case .success(let value): response = answer(value)
+            case .success(let answer): response = Self.answer(answer)
             case .failure(let error): response = APIError.response(for: error)
             }
             for header in context.corsHeaders { response.setHeader(header.name, header.value) }
@@ -118,7 +109,7 @@ public final class ObservableAPI: Sendable {
             suspension.connection?.answer(response)
         })
         guard let outcome else { return .parked }
-        return .response(answer(try outcome.get()))
+        return .response(Self.answer(try outcome.get()))
     }
 
     /// The connection a queued write answers.
@@ -130,27 +121,12 @@ public final class ObservableAPI: Sendable {
         var connection: SuspendedConnection?
     }
 
-    /// A JSON answer to a write.
-    static func written(_ json: JSONValue, status: Int = 200, location: String? = nil) -> HTTPResponse {
-        written(JSONWriter.bytes(json), status: status, location: location)
-    }
-
-    static func written(_ body: [UInt8], status: Int = 200, location: String? = nil) -> HTTPResponse {
+    /// The response to a write: its representation as JSON with its ETag,
+    /// and where a created resource lives.
+    static func answer(_ answer: Answer) -> HTTPResponse {
+        guard let body = answer.body else { return HTTPResponse(status: answer.status) }
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("ETag", Representation.etag(of: body))]
-        if let location { headers.append(("Location", location)) }
-        return HTTPResponse(status: status, headers: headers, body: body)
-    }
-
-    static let noContent = HTTPResponse(status: 204)
-}
-
-extension Substring {
-    func trimmingCharacters(in set: TrimSet) -> String {
-        var s = self
-        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
-        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
-        return String(s)
+        if let location = answer.location { headers.append(("Location", location)) }
+        return HTTPResponse(status: answer.status, headers: headers, body: body)
     }
 }
-
-enum TrimSet { case whitespaces }

@@ -1,7 +1,7 @@
 import HTTPServer
 import JSON
 import ModelObservation
-import Models
+import ModelStore
 
 extension ObservableAPI {
     static let limitRange = 1...1000
@@ -15,7 +15,7 @@ extension ObservableAPI {
                 throw APIError(422, "ttlSeconds must be between 1 and 86400")
             }
             let observer = try store.createObserver(ttlSeconds: Int(ttl), now: Clock.now)
-            return .response(Self.written(Self.json(observer), status: 201, location: "/observers/" + observer.id))
+            return .response(Self.answer(Answer(status: 201, body: JSONWriter.bytes(Self.json(observer)), location: "/observers/" + observer.id)))
         }
         router.get("/observers/:id") { [self] context in
             let id = context.parameter("id")
@@ -27,11 +27,11 @@ extension ObservableAPI {
         router.delete("/observers/:id", access: .read) { [self] context in
             let waiter = try store.deleteObserver(context.parameter("id"))
             feed.observerDeleted(waiter)
-            return .response(Self.noContent)
+            return .response(Self.answer(.noContent))
         }
         router.delete("/observers/:id/reads", access: .read) { [self] context in
             try store.clearReads(of: context.parameter("id"), now: Clock.now)
-            return .response(Self.noContent)
+            return .response(Self.answer(.noContent))
         }
         router.get(ChangeFeed.route) { [self] context in
             let query = context.request.query

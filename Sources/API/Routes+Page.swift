@@ -1,4 +1,5 @@
 import HTTPServer
+import ModelStore
 
 extension ObservableAPI {
     /// The live page (web/, built in as `WebAssets`): `GET /` and
@@ -20,7 +21,7 @@ extension ObservableAPI {
     /// asks again each time, so a new build is seen at once.
     static func page(_ file: WebAssets.File, request: HTTPRequest) -> HTTPResponse {
         var response = HTTPResponse(status: 200, body: file.bytes)
-        if let match = request.header("If-None-Match"), Self.ifNoneMatch(match, matches: file.etag) {
+        if let match = request.header("If-None-Match"), EntityTag.list(match, contains: file.etag, weak: true) {
             response.status = 304
             response.body = []
         } else {
@@ -33,14 +34,5 @@ extension ObservableAPI {
         response.setHeader("Content-Security-Policy",
                            "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
         return response
-    }
-
-    /// The weak comparison RFC 9110 asks of `If-None-Match`: `*`, or any
-    /// listed tag equal to `etag` with or without `W/`.
-    static func ifNoneMatch(_ header: String, matches etag: String) -> Bool {
-        header.split(separator: ",").contains { candidate in
-            let tag = candidate.trimmingCharacters(in: .whitespaces)
-            return tag == "*" || tag == etag || tag == "W/" + etag
-        }
     }
 }

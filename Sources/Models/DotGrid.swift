@@ -1,147 +1,157 @@
 import JSON
 import ModelObservation
-import SQLiteStore
+import ModelStore
 
-/// One dot of the grid: two animation flags a client turns on and off.
-public struct Dot: Sendable, Equatable {
-    public static let fields = ["id", "isTapAnimated", "isRandomAnimated"]
-    /// The fields a client may set.
-    public static let writableFields = ["isTapAnimated", "isRandomAnimated"]
-
-    public let id: String
-    public var isTapAnimated: Bool
-    public var isRandomAnimated: Bool
-
-    public var path: String { DotGrid.dotsPath + "/" + id }
-
-    public func value(of field: String) -> JSONValue {
-        switch field {
-        case "id": return .string(id)
-        case "isTapAnimated": return .bool(isTapAnimated)
-        case "isRandomAnimated": return .bool(isRandomAnimated)
-        default: return .null
-        }
-    }
-
-    public func representation(_ selection: FieldSelection = .all) -> Representation {
-        var builder = RepresentationBuilder(resource: path)
-        builder.constant("id", .string(id))
-        for field in Self.writableFields { builder.field(field, value(of: field), selection) }
-        return builder.finish()
-    }
-
-    /// Every property key of this dot.
-    public var keys: [PropertyKey] { Self.writableFields.map { PropertyKey(path, $0) } }
-}
-
-/// Where a dot sits: 0-based row and column.
-public struct DotPosition: Sendable, Equatable, Hashable {
-    public let row: Int
-    public let col: Int
-
-    public init(row: Int, col: Int) {
-        self.row = row
-        self.col = col
-    }
-}
-
-/// The grid of dots: ragged rows that only grow. Dots never move, so a
-/// dot's position is as stable as its id.
-public struct DotGrid: Sendable, Equatable {
-    public static let path = "/grid"
-    public static let rowsPath = "/grid/rows"
-    public static let dotsPath = "/grid/dots"
-    /// Most dots a row may hold (a new row, or a row grown dot by dot).
+/// The grid of dots (seed: array observing): ragged rows that only grow,
+/// each dot with two animation flags. A dot never moves, so its position is
+/// as stable as its id. A change to one dot's flag wakes only readers of
+/// that flag, never its whole row.
+public enum DotGrid {
+    /// Most dots a row may hold; most rows the grid may hold.
     public static let maxDotsPerRow = 100
-    /// Most rows the grid may hold.
     public static let maxRows = 1000
+    static let rowsKey = PropertyKey("/grid/rows")
 
-    public internal(set) var rows: [[Dot]]
-    /// Each dot's position, by id.
-    public internal(set) var positions: [String: DotPosition]
+    public static let dots = Resource.collection("dots", element: "dot", at: "/grid/dots", allowing: [.get, .patch],
+                                                 positioned: false, orderBy: "grid_row, grid_col") {
+        Field.integer("row", column: "grid_row", access: .hidden)
+        Field.integer("col", column: "grid_col", access: .hidden)
+        Field.boolean("isTapAnimated", default: false)
+        Field.boolean("isRandomAnimated", default: false)
+    }
 
-    init(rows: [[Dot]]) {
-        self.rows = rows
-        var positions: [String: DotPosition] = [:]
-        for (r, row) in rows.enumerated() {
-            for (c, dot) in row.enumerated() { positions[dot.id] = DotPosition(row: r, col: c) }
+    /// The dots row by row, each row in column order.
+    static func rows(_ state: ModelState) -> [[Record]] {
+        var rows: [[Record]] = []
+        for dot in state[dots].values {
+            let row = Int(dot.int("row")), col = Int(dot.int("col"))
+            while rows.count <= row { rows.append([]) }
+            if rows[row].count <= col {
+                rows[row].append(dot)
+            } else {
+                rows[row].insert(dot, at: col)
+            }
         }
-        self.positions = positions
+        return rows
     }
 
-    public var dotCount: Int { positions.count }
+    static let reads = [
+        Read("/grid", fields: dots.selectableFields) { input, state in
+            var builder = RepresentationBuilder(resource: "/grid")
+            builder.elements("rows", key: rowsKey) { builder in
+                for row in rows(state) {
+                    builder.array { builder in
+                        for dot in row { builder.object(resource: dot.path) { dots.write(dot, in: state, into: &$0, input.selection) } }
+                    }
+                }
+            }
+            return builder.finish()
+        },
+        Read("/grid/rows/:row", fields: dots.selectableFields) { input, state in
+            let rows = rows(state)
+            guard let index = position(input.parameter("row")), rows.indices.contains(index) else {
+                throw ModelError.notFound("no row \(input.parameter("row"))")
+            }
+            return row(index, rows[index], in: state, input.selection)
+        },
+        Read("/grid/rows/:row/dots/:col", fields: dots.selectableFields) { input, state in
+            let row = input.parameter("row"), col = input.parameter("col")
+            guard let r = position(row), let c = position(col), let dot = rows(state).dropFirst(r).first?.dropFirst(c).first else {
+                throw ModelError.notFound("no dot at row \(row), column \(col)")
+            }
+            return dots.representation(of: dot, in: state, input.selection)
+        },
+    ]
 
-    public subscript(id: String) -> Dot? {
-        guard let position = positions[id] else { return nil }
-        return rows[position.row][position.col]
-    }
-
-    /// The dot at `position`, or nil when the position is outside the grid.
-    public func dot(at position: DotPosition) -> Dot? {
-        guard rows.indices.contains(position.row), rows[position.row].indices.contains(position.col) else { return nil }
-        return rows[position.row][position.col]
-    }
-
-    /// Replaces the dot with the same id (which must be in the grid).
-    mutating func update(_ dot: Dot) {
-        guard let position = positions[dot.id] else { return }
-        rows[position.row][position.col] = dot
-    }
-
-    mutating func appendRow(_ dots: [Dot]) {
-        rows.append([])
-        for dot in dots { append(dot, toRow: rows.count - 1) }
-    }
-
-    mutating func append(_ dot: Dot, toRow row: Int) {
-        positions[dot.id] = DotPosition(row: row, col: rows[row].count)
-        rows[row].append(dot)
-    }
-
-    /// `GET /grid`: every row; reads the rows' membership and each dot's
-    /// selected fields.
-    public func representation(_ selection: FieldSelection = .all) -> Representation {
-        var builder = RepresentationBuilder(resource: Self.path)
-        builder.collection("rows", rows.map { Self.dots($0, selection) })
+    /// `{"row", "dots"}`: a row grows only by appends to `/grid/rows`, so that is what it reads.
+    static func row(_ index: Int, _ row: [Record], in state: ModelState, _ selection: FieldSelection = .all) -> Representation {
+        var builder = RepresentationBuilder(resource: "/grid/rows/\(index)")
+        builder.constant("row", .int(Int64(index)))
+        builder.elements("dots", key: nil) { builder in
+            for dot in row { builder.object(resource: dot.path) { dots.write(dot, in: state, into: &$0, selection) } }
+        }
+        builder.track(rowsKey)
         return builder.finish()
     }
 
-    /// `GET /grid/rows/{r}` and the answer to a new row: `{"row", "dots"}`.
-    /// A row grows only by appends to `/grid/rows`, so that is what it reads.
-    public func rowRepresentation(_ row: Int, _ selection: FieldSelection = .all) -> Representation {
-        let dots = Self.dots(rows[row], selection)
-        return Representation(json: ["row": .int(Int64(row)), "dots": dots.json],
-                              reads: [PropertyKey(Self.rowsPath)] + dots.reads)
+    /// `{"row", "col", "dot"}`: the answer to `POST /grid/random` and to
+    /// appending a dot, and an appended dot's `insert`. Its position is
+    /// constant; only the dot's fields are read.
+    static func placed(_ dot: Record, in state: ModelState) -> Representation {
+        var builder = RepresentationBuilder(resource: dot.path)
+        builder.constant("row", dot["row"])
+        builder.constant("col", dot["col"])
+        builder.object("dot", resource: dot.path) { dots.write(dot, in: state, into: &$0) }
+        return builder.finish()
     }
 
-    /// A dot with its position: `{"row", "col", "dot"}`, the answer to
-    /// `POST /grid/random` and to appending a dot, and an appended dot's
-    /// `insert` change. Position is constant; only the dot's fields are read.
-    public func placedRepresentation(_ id: String) -> Representation? {
-        guard let position = positions[id], let dot = self[id] else { return nil }
-        let representation = dot.representation()
-        return Representation(json: ["row": .int(Int64(position.row)), "col": .int(Int64(position.col)), "dot": representation.json],
-                              reads: representation.reads)
-    }
-
-    private static func dots(_ row: [Dot], _ selection: FieldSelection) -> Representation {
-        let elements = row.map { $0.representation(selection) }
-        return Representation(json: .array(elements.map(\.json)), reads: elements.flatMap(\.reads))
-    }
-
-    static func load(_ database: Database) throws -> DotGrid {
-        var rows: [[Dot]] = []
-        var current: Int64?
-        for row in try database.rows("SELECT id, grid_row, grid_col, is_tap_animated, is_random_animated FROM dots ORDER BY grid_row, grid_col") {
-            let dot = Dot(id: row[0].string ?? "", isTapAnimated: (row[3].int64 ?? 0) != 0, isRandomAnimated: (row[4].int64 ?? 0) != 0)
-            // Rows are stored 0, 1, 2, … with columns 0, 1, 2, …; a new row
-            // index starts a new row, so the grid keeps the stored order.
-            if row[1].int64 != current {
-                rows.append([])
-                current = row[1].int64
+    static let actions = [
+        Action("POST", "/grid/dots/:id/tap") { input in
+            // Two transactions, so that a reader of the flag hears both, in order.
+            let id = input.parameter("id")
+            return .writes { store in
+                try store.write(set(id, "isTapAnimated", true))
+                return try store.write(set(id, "isTapAnimated", false))
             }
-            rows[rows.count - 1].append(dot)
+        },
+        Action("POST", "/grid/random") { _ in
+            .write(PreparedWrite { tx in
+                // Uniform over every dot; a dot already set changes nothing.
+                let all = tx.state[dots].values
+                guard !all.isEmpty else { throw ModelError.unprocessable("the grid has no dots") }
+                var generator = SystemRandomNumberGenerator()
+                let chosen = all[Int.random(in: 0..<all.count, using: &generator)]
+                let dot = try tx.update(dots, chosen.id) { $0["isRandomAnimated"] = true }
+                return .ok(placed(dot, in: tx.state))
+            })
+        },
+        Action("POST", "/grid/rows", input: [Field.integer("dots", range: 1...Int64(maxDotsPerRow))]) { input in
+            guard let count = input.body.int("dots") else { throw ModelError.unprocessable("dots is required") }
+            return .write(PreparedWrite { tx in
+                let index = rows(tx.state).count
+                guard index < maxRows else { throw ModelError.unprocessable("the grid already has \(maxRows) rows") }
+                var added: [Record] = []
+                for col in 0..<Int(count) {
+                    added.append(try tx.insert(Record.new(dots, ["row": .int(Int64(index)), "col": .int(Int64(col))]), into: dots,
+                                               announce: .none))
+                }
+                let representation = row(index, added, in: tx.state)
+                tx.record(.insert(into: rowsKey.path, element: representation.string, elementKeys: representation.reads))
+                return Answer(status: 201, body: representation.bytes, location: "/grid/rows/\(index)")
+            })
+        },
+        Action("POST", "/grid/rows/:row/dots") { input in
+            let row = input.parameter("row")
+            guard let index = position(row) else { throw ModelError.notFound("no row \(row)") }
+            return .write(PreparedWrite { tx in
+                let rows = rows(tx.state)
+                guard rows.indices.contains(index) else { throw ModelError.notFound("no row \(row)") }
+                let col = rows[index].count
+                guard col < maxDotsPerRow else { throw ModelError.unprocessable("row \(row) already has \(maxDotsPerRow) dots") }
+                let dot = Record.new(dots, ["row": .int(Int64(index)), "col": .int(Int64(col))])
+                let placed = placed(dot, in: tx.state)
+                try tx.insert(dot, into: dots, announce: .custom(.insert(into: rowsKey.path, element: placed.string,
+                                                                         elementKeys: placed.reads)))
+                return .ok(placed)
+            })
+        },
+    ]
+
+    /// Sets one flag of a dot.
+    static func set(_ id: String, _ flag: String, _ value: Bool) -> PreparedWrite<Answer> {
+        PreparedWrite { tx in
+            let dot = try tx.update(dots, id) { $0[flag] = .bool(value) }
+            return .ok(dots.representation(of: dot, in: tx.state))
         }
-        return DotGrid(rows: rows)
+    }
+
+    /// A 0-based position from a URL segment: decimal digits only, no sign
+    /// and no leading zero, so one position has one URL. Anything else
+    /// names no position (`nil`), and so no resource.
+    static func position(_ segment: String) -> Int? {
+        guard !segment.isEmpty, segment.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              segment == "0" || !segment.hasPrefix("0")
+        else { return nil }
+        return Int(segment)
     }
 }

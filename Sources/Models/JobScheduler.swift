@@ -1,5 +1,5 @@
 import Dispatch
-import Locks
+import HeapModule
 import Locks
 
 /// Advances server-driven jobs from one thread, whatever their number.
@@ -28,7 +28,7 @@ final class JobScheduler: Sendable {
     }
 
     private struct Queue {
-        var heap = MinHeap<Entry>()
+        var heap = Heap<Entry>()
         /// The due time and interval of every scheduled job; a heap entry
         /// whose due time differs is stale (its job was cancelled or rescheduled).
         var scheduled: [String: (due: UInt64, interval: UInt64)] = [:]
@@ -123,7 +123,7 @@ final class JobScheduler: Sendable {
             guard queue.phase == .running else { return .stop }
             // Drop stale entries so the earliest one is real.
             while let first = queue.heap.min, queue.scheduled[first.id]?.due != first.due {
-                _ = queue.heap.removeMin()
+                _ = queue.heap.popMin()
             }
             guard let first = queue.heap.min else { return .wait(until: nil) }
             let now = Self.now
@@ -131,7 +131,7 @@ final class JobScheduler: Sendable {
             guard start <= now else { return .wait(until: start) }
             var due: [Entry] = []
             while let entry = queue.heap.min, entry.due <= now {
-                _ = queue.heap.removeMin()
+                _ = queue.heap.popMin()
                 if queue.scheduled[entry.id]?.due == entry.due { due.append(entry) }
             }
             queue.notBefore = now + Self.minimumTickSpacing
@@ -153,41 +153,6 @@ final class JobScheduler: Sendable {
                 queue.scheduled[entry.id] = (due, scheduled.interval)
                 queue.heap.insert(Entry(due: due, id: entry.id))
             }
-        }
-    }
-}
-
-/// A binary min-heap.
-private struct MinHeap<Element: Comparable> {
-    private var elements: [Element] = []
-
-    var min: Element? { elements.first }
-    var count: Int { elements.count }
-
-    mutating func insert(_ element: Element) {
-        elements.append(element)
-        var child = elements.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard elements[child] < elements[parent] else { break }
-            elements.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func removeMin() -> Element? {
-        guard !elements.isEmpty else { return nil }
-        elements.swapAt(0, elements.count - 1)
-        let min = elements.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var smallest = parent
-            if left < elements.count && elements[left] < elements[smallest] { smallest = left }
-            if right < elements.count && elements[right] < elements[smallest] { smallest = right }
-            guard smallest != parent else { return min }
-            elements.swapAt(parent, smallest)
-            parent = smallest
         }
     }
 }

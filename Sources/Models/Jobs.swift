@@ -1,72 +1,98 @@
 import JSON
-import ModelObservation
-import OrderedCollections
-import SQLiteStore
+import ModelStore
 
-/// A job with progress: advanced by the server every `intervalMs` by `step`,
-/// or by clients reporting how far it has come.
-public struct Job: Sendable, Equatable {
-    public static let fields = ["id", "progress", "isComplete"]
-    public static let totalRange: ClosedRange<Int64> = 1...1_000_000_000
-    public static let intervalRange: ClosedRange<Int64> = 10...3_600_000
-
-    public let id: String
-    /// How far the job has come; never above `total`, never going back.
-    public internal(set) var current: Int64
-    public let total: Int64
-    /// What the server adds every `intervalMs`; `nil` for a job whose
-    /// progress clients report.
-    public let step: Int64?
-    public let intervalMs: Int64?
-    let position: Int64
-
-    public var path: String { Jobs.path + "/" + id }
-    public var progressPath: String { path + "/progress" }
-    public var isCompletePath: String { path + "/isComplete" }
-
-    /// Computed: true once `current` has reached `total`. Since `current`
-    /// never goes back, it turns true exactly once.
-    public var isComplete: Bool { current >= total }
-
-    public var isAdvancedByServer: Bool { step != nil }
-
-    /// The value of `/jobs/{id}/progress`.
-    public var progress: JSONValue { ["current": .int(current), "total": .int(total)] }
-
-    public func representation(_ selection: FieldSelection = .all) -> Representation {
-        var builder = RepresentationBuilder(resource: path)
-        builder.constant("id", .string(id))
-        builder.field("progress", progress, selection)
-        builder.field("isComplete", .bool(isComplete), selection)
-        return builder.finish()
-    }
-}
-
-/// Every job, in creation order.
-public struct Jobs: Sendable {
-    public static let path = "/jobs"
-
-    public internal(set) var all: PersistentOrderedDictionary<String, Job>
-    var nextPosition: Int64
-
-    public subscript(id: String) -> Job? { all[id] }
-
-    public func list(_ selection: FieldSelection = .all) -> Representation {
-        let elements = all.values.map { $0.representation(selection) }
-        var reads = [PropertyKey(Self.path)]
-        for element in elements { reads.append(contentsOf: element.reads) }
-        return Representation(json: ["jobs": .array(elements.map(\.json))], reads: reads)
+/// Jobs with progress (seed: ObservableObject with progress callbacks):
+/// advanced by the server every `intervalMs` by `step`, or by clients
+/// reporting how far they have come. `current` never passes `total`;
+/// `isComplete` turns true once, when it reaches it.
+public enum Jobs {
+    public static let jobs = Resource.collection("jobs", element: "job", at: "/jobs", allowing: [.list, .get, .delete]) {
+        Field.integer("current", access: .hidden)
+        Field.integer("total", access: .hidden)
+        /// What the server adds every `intervalMs`; null for a job whose progress clients report.
+        Field.integer("step", nullable: true, access: .hidden)
+        Field.integer("intervalMs", nullable: true, access: .hidden)
+        Computed("progress") { _, job in ["current": job["current"], "total": job["total"]] }
+        Computed("isComplete") { _, job in .bool(job.int("current") >= job.int("total")) }
     }
 
-    static func load(_ database: Database) throws -> Jobs {
-        var all = PersistentOrderedDictionary<String, Job>()
-        var maxPosition: Int64 = 0
-        for row in try database.rows("SELECT id, position, current, total, step, interval_ms FROM jobs ORDER BY position") {
-            let job = Job(id: row[0].string ?? "", current: row[2].int64 ?? 0, total: row[3].int64 ?? 1,
-                          step: row[4].int64, intervalMs: row[5].int64, position: row[1].int64 ?? 0)
-            all[job.id] = job
-            maxPosition = max(maxPosition, job.position)
+    /// Advances the jobs the server drives, from one thread.
+    final class Runner: BackgroundWork {
+        let scheduler = JobScheduler()
+
+        func start(_ store: Store) {
+            scheduler.start { [weak store] ids in store.map { Self.advance(ids, in: $0) } ?? [] }
+            for job in store.state[jobs].values where job.int("current") < job.int("total") {
+                if let intervalMs = job["intervalMs"].intValue { scheduler.schedule(job.id, intervalMs: intervalMs) }
+            }
         }
-        return Jobs(all: all, nextPosition: maxPosition + 1)
+
+        func stop() {
+            scheduler.stop()
+        }
+
+        /// Advances the jobs `ids` by their step, all in one transaction;
+        /// each job's progress is still a change of its own. Returns the ids
+        /// still running.
+        static func advance(_ ids: [String], in store: Store) -> Set<String> {
+            do {
+                return try store.write { tx in
+                    var running = Set<String>()
+                    for id in ids {
+                        guard let job = tx.state[jobs][id], let step = job["step"].intValue else { continue }
+                        let current = job.int("current"), total = job.int("total")
+                        guard current < total else { continue }
+                        let advanced = min(current + step, total)
+                        try tx.update(jobs, id) { $0["current"] = .int(advanced) }
+                        if advanced < total { running.insert(id) }
+                    }
+                    return running
+                }
+            } catch {
+                // Tried again at the next interval: the progress is as it was.
+                store.logger.error("advancing \(ids.count) jobs failed: \(error)")
+                return Set(ids)
+            }
+        }
+    }
+
+    static func actions(_ runner: Runner) -> [Action] {
+        let total = Field.integer("total", range: 1...1_000_000_000)
+        let step = Field.integer("step", nullable: true)
+        let interval = Field.integer("intervalMs", nullable: true, range: 10...3_600_000)
+        return [
+            Action("POST", "/jobs", input: [total.required, step, interval]) { input in
+                let total = input.body.int("total") ?? 0
+                let step = input.body.int("step"), intervalMs = input.body.int("intervalMs")
+                guard (step == nil) == (intervalMs == nil) else {
+                    throw ModelError.unprocessable("step and intervalMs go together: give both for a job the server advances, or neither")
+                }
+                if let step, step < 1 { throw ModelError.unprocessable("step must be at least 1") }
+                let job = Record.new(jobs, ["current": 0, "total": .int(total), "step": step.map(JSONValue.int) ?? .null,
+                                            "intervalMs": intervalMs.map(JSONValue.int) ?? .null])
+                return .write(PreparedWrite({ tx in
+                    let stored = try tx.insert(job, into: jobs)
+                    return .created(jobs.representation(of: stored, in: tx.state), at: stored.path)
+                }, afterCommit: { _, _ in
+                    if let intervalMs { runner.scheduler.schedule(job.id, intervalMs: intervalMs) }
+                }))
+            },
+            // Above `total` is clamped; below the current value is refused;
+            // the current value again changes nothing.
+            Action("POST", "/jobs/:id/progress", input: [Field.integer("current").required]) { input in
+                let id = input.parameter("id"), reported = input.body.int("current") ?? 0
+                return .write(PreparedWrite { tx in
+                    guard let job = tx.state[jobs][id] else { throw ModelError.notFound("no job \(id)") }
+                    guard job["step"] == .null else {
+                        throw ModelError.unprocessable("job \(id) is advanced by the server; only a job created without step and intervalMs takes reported progress")
+                    }
+                    guard reported >= job.int("current") else {
+                        throw ModelError.unprocessable("progress never goes backwards: job \(id) is at \(job.int("current")), \(reported) was reported")
+                    }
+                    let updated = try tx.update(jobs, id) { $0["current"] = .int(min(reported, job.int("total"))) }
+                    return .ok(jobs.representation(of: updated, in: tx.state))
+                })
+            },
+        ]
     }
 }

@@ -1,91 +1,93 @@
+import FoundationEssentials
 import JSON
-import ModelObservation
-import OrderedCollections
-import SQLiteStore
+import ModelStore
 
-/// An image post of the staggered grid.
-public struct Post: Sendable, Equatable {
-    public static let fields = ["id", "imageURL", "height"]
-
-    public let id: String
-    public let imageURL: String
-    public let height: Double
-    let position: Int64
-
-    public var path: String { Posts.path + "/" + id }
-
-    public func representation(_ selection: FieldSelection = .all) -> Representation {
-        var builder = RepresentationBuilder(resource: path)
-        builder.constant("id", .string(id))
-        builder.field("imageURL", .string(imageURL), selection)
-        builder.field("height", .double(height), selection)
-        return builder.finish()
-    }
-
-    public var keys: [PropertyKey] { [PropertyKey(path, "imageURL"), PropertyKey(path, "height")] }
-}
-
-/// How posts are dealt into the columns of a staggered view.
-public enum StaggeredLayout: String, Sendable, CaseIterable {
-    /// Post `i` goes to column `i % n`, as the seed's `setUpList` does.
-    case roundRobin
-    /// Each post goes to the column with the least total height so far;
-    /// a tie goes to the leftmost of the tied columns.
-    case balanced
-}
-
-/// Every post, in creation order.
-public struct Posts: Sendable, Equatable {
-    public static let path = "/posts"
-    public static let columnsRange = 1...12
-    public static let defaultColumns = 2
-
-    public internal(set) var all: PersistentOrderedDictionary<String, Post>
-
-    public subscript(id: String) -> Post? { all[id] }
-
-    /// The position the next post must be placed after.
-    var lastPosition: Int64 { all.values.last?.position ?? 0 }
-
-    /// `GET /posts`: `{"posts": [Post…]}`, reading the membership and each post.
-    public func list(_ selection: FieldSelection = .all) -> Representation {
-        let elements = all.values.map { $0.representation(selection) }
-        return Representation(json: ["posts": .array(elements.map(\.json))],
-                              reads: [PropertyKey(Self.path)] + elements.flatMap(\.reads))
-    }
-
-    /// `GET /posts/staggered`: the posts dealt into `columns` columns by
-    /// `layout`, reading what `GET /posts` reads.
-    public func staggered(columns: Int, layout: StaggeredLayout, _ selection: FieldSelection = .all) -> Representation {
-        var dealt = [[Post]](repeating: [], count: columns)
-        switch layout {
-        case .roundRobin:
-            for (index, post) in all.values.enumerated() { dealt[index % columns].append(post) }
-        case .balanced:
-            var heights = [Double](repeating: 0, count: columns)
-            for post in all.values {
-                // `firstIndex` of the minimum: ties go to the leftmost column.
-                let shortest = heights.firstIndex(of: heights.min() ?? 0) ?? 0
-                dealt[shortest].append(post)
-                heights[shortest] += post.height
+/// Staggered posts (seed: StaggeredGrid): images with a height, in creation
+/// order, dealt into columns.
+public enum Posts {
+    public static let posts = Resource.collection("posts", element: "post", at: "/posts", allowing: [.list, .create, .get, .delete]) {
+        Field.text("imageURL", access: .createOnly, limits: TextLimits(maxLength: 2048, allowsBlank: true), rules: [imageURL])
+        Field.number("height", access: .createOnly, rules: [{ name, value in
+            guard case .double(let height) = value, height > 0, height <= 100_000 else {
+                throw ModelError.unprocessable("\(name) must be a number above 0 and at most 100000")
             }
-        }
-        var reads = [PropertyKey(Self.path)]
-        var json: [JSONValue] = []
-        for column in dealt {
-            let elements = column.map { $0.representation(selection) }
-            json.append(.array(elements.map(\.json)))
-            reads.append(contentsOf: elements.flatMap(\.reads))
-        }
-        return Representation(json: ["columns": .array(json)], reads: reads)
+        }])
     }
 
-    static func load(_ database: Database) throws -> Posts {
-        var all = PersistentOrderedDictionary<String, Post>()
-        for row in try database.rows("SELECT id, position, image_url, height FROM posts ORDER BY position") {
-            let post = Post(id: row[0].string ?? "", imageURL: row[2].string ?? "", height: row[3].double ?? 0, position: row[1].int64 ?? 0)
-            all[post.id] = post
+    /// An `http` or `https` URL with a host.
+    @Sendable static func imageURL(_ name: String, _ value: JSONValue) throws {
+        guard let url = value.stringValue else { return }
+        let lowered = url.lowercased()
+        guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else {
+            throw ModelError.unprocessable("\(name) must be an http:// or https:// URL")
         }
-        return Posts(all: all)
+        guard !url.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }),
+              let components = URLComponents(string: url), let host = components.host, !host.isEmpty
+        else {
+            throw ModelError.unprocessable("\(name) must be an http:// or https:// URL with a host")
+        }
+    }
+
+    /// How posts are dealt into columns.
+    enum Layout: String, CaseIterable {
+        /// Post `i` goes to column `i % n`, as the seed's `setUpList` does.
+        case roundRobin
+        /// Each post goes to the column with the least total height so far;
+        /// a tie goes to the leftmost of the tied columns.
+        case balanced
+    }
+
+    static let columnsRange = 1...12
+    static let defaultColumns = 2
+
+    /// `GET /posts/staggered?columns=3&layout=balanced`: `{"columns": [[Post…], …]}`,
+    /// reading what `GET /posts` reads.
+    static let reads = [
+        Read("/posts/staggered", fields: posts.selectableFields) { input, state in
+            let columns = try columns(input.query("columns"))
+            let layout = try layout(input.query("layout"))
+            var dealt = [[Record]](repeating: [], count: columns)
+            switch layout {
+            case .roundRobin:
+                for (index, post) in state[posts].values.enumerated() { dealt[index % columns].append(post) }
+            case .balanced:
+                var heights = [Double](repeating: 0, count: columns)
+                for post in state[posts].values {
+                    // `firstIndex` of the minimum: ties go to the leftmost column.
+                    let shortest = heights.firstIndex(of: heights.min() ?? 0) ?? 0
+                    dealt[shortest].append(post)
+                    heights[shortest] += post.number("height")
+                }
+            }
+            var builder = RepresentationBuilder(resource: posts.path)
+            builder.elements("columns", key: posts.membershipKey) { builder in
+                for column in dealt {
+                    builder.array { builder in
+                        for post in column { builder.object(resource: post.path) { posts.write(post, in: state, into: &$0, input.selection) } }
+                    }
+                }
+            }
+            return builder.finish()
+        },
+    ]
+
+    /// `columns=`: an integer from 1 to 12, 2 when absent.
+    static func columns(_ parameter: String?) throws -> Int {
+        guard let parameter else { return defaultColumns }
+        guard parameter.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              let columns = Int(parameter), columnsRange.contains(columns)
+        else {
+            throw ModelError.badRequest("columns must be an integer from \(columnsRange.lowerBound) to \(columnsRange.upperBound)")
+        }
+        return columns
+    }
+
+    /// `layout=`: `roundRobin` (the default) or `balanced`.
+    static func layout(_ parameter: String?) throws -> Layout {
+        guard let parameter else { return .roundRobin }
+        guard let layout = Layout(rawValue: parameter) else {
+            throw ModelError.badRequest("layout must be one of: \(Layout.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return layout
     }
 }

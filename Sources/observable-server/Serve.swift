@@ -5,7 +5,7 @@ import FoundationEssentials
 import Glibc
 #endif
 import Logging
-import Models
+import ModelStore
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Apply pending migrations and serve HTTP (the default).")
@@ -71,7 +71,7 @@ struct Serve: ParsableCommand {
         storeConfiguration.retainChanges = try setting(retainChanges, "OBSERVABLE_RETAIN_CHANGES", default: 100_000)
         storeConfiguration.maxReadsPerObserver = try setting(maxReadsPerObserver, "OBSERVABLE_MAX_READS_PER_OBSERVER", default: 100_000)
         let syncName = (setting(synchronous, "OBSERVABLE_SYNCHRONOUS") ?? "normal").uppercased()
-        guard let sync = Database.Synchronous(rawValue: syncName) else { throw ValidationError("synchronous must be normal or full") }
+        guard let sync = Store.Synchronous(rawValue: syncName) else { throw ValidationError("synchronous must be normal or full") }
         storeConfiguration.synchronous = sync
 
         var configuration = Application.Configuration(store: storeConfiguration)
@@ -112,7 +112,7 @@ struct Migrate: ParsableCommand {
     @OptionGroup var store: StoreOptions
 
     func run() throws {
-        let applied = try Models.migrate(databasePath: store.databasePath, migrationsFolder: try store.migrationsFolder())
+        let applied = try Store.migrate(databasePath: store.databasePath, migrationsFolder: try store.migrationsFolder())
         print(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
-import Models
+import ModelStore
 
 /// A setting given by flag, else by its `OBSERVABLE_…` environment variable,
 /// else its default.
@@ -30,7 +30,7 @@ struct StoreOptions: ParsableArguments {
     var databasePath: String { setting(database, "OBSERVABLE_DATABASE") ?? "./data/observable.sqlite" }
 
     func migrationsFolder() throws -> String {
-        guard let folder = Models.locateMigrations(explicit: setting(migrations, "OBSERVABLE_MIGRATIONS")) else {
+        guard let folder = Store.locateMigrations(explicit: setting(migrations, "OBSERVABLE_MIGRATIONS")) else {
             throw ValidationError("cannot find the migrations folder; pass --migrations or set OBSERVABLE_MIGRATIONS")
         }
         return folder

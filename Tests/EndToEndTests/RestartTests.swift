@@ -3,6 +3,7 @@ import API
 import Foundation
 import HTTPServer
 import JSON
+import ModelStore
 import Models
 import SQLiteStore
 import Testing
@@ -162,7 +163,7 @@ import Testing
     /// start and stop servers without leaking one store, daemon or feed each.
     @Test func aStoppedApplicationIsReleased() throws {
         weak var application: API.Application?
-        weak var store: Models.Store?
+        weak var store: ModelStore.Store?
         weak var daemon: HTTPServer.HTTPDaemon?
         try {
             let server = try TestServer()

@@ -2,6 +2,7 @@ import API
 import Foundation
 import HTTPServer
 import Logging
+import ModelStore
 import Models
 
 /// The repository's folder, found from this file's path.

@@ -1,6 +1,5 @@
 import FoundationEssentials
 import ModelObservation
-import SQLiteStore
 
 extension Store {
     public static let defaultObserverTTL = 600
@@ -11,12 +10,10 @@ extension Store {
         guard Self.observerTTLRange.contains(ttlSeconds) else {
             throw ModelError.unprocessable("ttlSeconds must be between 1 and 86400")
         }
-        return try writer.withLock { database in
+        return try writer.withLock { storage in
             // Under the writer lock no commit can move `seq` meanwhile.
             let observer = ObserverSnapshot(id: Identifier.make(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now)
-            try database.execute(
-                "INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES (?, ?, ?, ?)",
-                [.text(observer.id), .integer(observer.cursor), .integer(Int64(ttlSeconds)), .real(now)])
+            try storage.insertObserver(observer)
             registry.add(observer)
             return observer
         }
@@ -24,19 +21,19 @@ extension Store {
 
     /// Deletes an observer and its reads; returns its parked waiter, if any.
     public func deleteObserver(_ id: String) throws -> (any ChangeWaiter)? {
-        try writer.withLock { database in
+        try writer.withLock { storage in
             let (existed, waiter) = registry.remove(id)
             guard existed else { throw ModelError.notFound("no observer \(id)") }
-            try database.execute("DELETE FROM observers WHERE id = ?", [.text(id)])
+            try storage.deleteObserver(id)
             return waiter
         }
     }
 
     /// Forgets every read of an observer.
     public func clearReads(of id: String, now: Double = Date().timeIntervalSince1970) throws {
-        try writer.withLock { database in
+        try writer.withLock { storage in
             guard registry.clearReads(id, now: now) else { throw ModelError.notFound("no observer \(id)") }
-            try database.execute("DELETE FROM observer_reads WHERE observer_id = ?", [.text(id)])
+            try storage.clearReads(of: id)
         }
     }
 
@@ -50,13 +47,14 @@ extension Store {
             throw ModelError.unprocessable("observer \(id) would track more than \(limit) properties; clear its reads first")
         case .tracked(let added, let waiter):
             if !added.isEmpty {
-                try writer.withLock { database in
-                    try database.transaction {
-                        for (key, seq) in added {
-                            try database.execute(
-                                "INSERT OR IGNORE INTO observer_reads (observer_id, path, read_seq) VALUES (?, ?, ?)",
-                                [.text(id), .text(key.path), .integer(seq)])
-                        }
+                try writer.withLock { storage in
+                    try storage.begin()
+                    do {
+                        try storage.addReads(added.map { (id, $0.0, $0.1) })
+                        try storage.commit()
+                    } catch {
+                        storage.rollback()
+                        throw error
                     }
                 }
             }

@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
-@testable import Models
+import JSON
+@testable import ModelStore
+import Models
 import SQLiteStore
 import Testing
 
@@ -14,7 +16,8 @@ import Testing
     static let glazed = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
 
     static func makeStore(folder: String = temporaryFolder()) throws -> Store {
-        try Store(configuration: Store.Configuration(databasePath: folder + "/observable.sqlite", migrationsFolder: migrations))
+        try Store(configuration: Store.Configuration(databasePath: folder + "/observable.sqlite", migrationsFolder: migrations),
+                  catalog: SeedModels.catalog())
     }
 
     static func temporaryFolder() -> String {
@@ -74,31 +77,47 @@ import Testing
 
     /// The change log's rows, oldest first.
     static func changes(_ store: Store) throws -> [(seq: Int64, txn: Int64, path: String, old: String?, new: String?)] {
-        try store.writer.withLock { database in
-            try database.rows("SELECT seq, txn, path, old, new FROM changes ORDER BY seq").map {
+        try store.writer.withLock { storage in
+            try Self.database(storage).rows("SELECT seq, txn, path, old, new FROM changes ORDER BY seq").map {
                 ($0[0].int64 ?? 0, $0[1].int64 ?? 0, $0[2].string ?? "", $0[3].string, $0[4].string)
             }
         }
     }
 
+    static func database(_ storage: any ModelStorage) -> Database {
+        (storage as! SQLiteStorage).database
+    }
+
+    /// A new order, as `POST /truck/orders` makes it.
+    static func order(_ donutId: String, _ quantity: Int64) throws -> PreparedWrite<Answer> {
+        FoodTruck.orders.create(try ValidatedBody(JSONObject(["donutId": .string(donutId), "quantity": .int(quantity)]),
+                                                  fields: FoodTruck.orders.creatableFields, requireAll: true))
+    }
+
+    /// The order an answer holds, read with Foundation's parser.
+    static func order(in answer: Answer) throws -> (id: String, quantity: Int64) {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(answer.body ?? [])) as? [String: Any])
+        return (try #require(object["id"] as? String), Int64(try #require(object["quantity"] as? Int)))
+    }
+
     static func orderRows(_ store: Store) throws -> Int64 {
-        try store.writer.withLock { try $0.rows("SELECT COUNT(*) FROM orders").first?[0].int64 ?? -1 }
+        try store.writer.withLock { try Self.database($0).rows("SELECT COUNT(*) FROM orders").first?[0].int64 ?? -1 }
     }
 
     @Test func writesThatWaitTogetherShareOneTransactionAndKeepTheirOwnChanges() throws {
         let store = try Self.makeStore()
         defer { store.close() }
         let before = store.commitCounts
-        let outcomes = Outcomes<(order: Order, json: [UInt8])>()
+        let outcomes = Outcomes<Answer>()
         outcomes.expect(20)
         try Self.whileCommitting(store) {
             for index in 0..<20 {
-                Self.submit(store, try Writes.addOrder(donutId: Self.glazed, quantity: Int64(index + 1)), outcomes, index)
+                Self.submit(store, try Self.order(Self.glazed, Int64(index + 1)), outcomes, index)
             }
         }
         let results = outcomes.wait()
         #expect(results.count == 20)
-        let orders = try (0..<20).map { try #require(results[$0]).get().order }
+        let orders = try (0..<20).map { try Self.order(in: try #require(results[$0]).get()) }
         #expect(orders.map(\.quantity) == (1...20).map(Int64.init))
 
         let after = store.commitCounts
@@ -106,7 +125,7 @@ import Testing
         #expect(after.writes - before.writes == 21)
         #expect(after.transactions - before.transactions == 2)
 
-        #expect(store.state.truck.orderCount == 20)
+        #expect(store.state[FoodTruck.orders].count == 20)
         #expect(try Self.orderRows(store) == 20)
         // Each write is a transaction of its own in the log: the order's
         // insertion and orderCount's move, numbered by the first seq, in
@@ -126,18 +145,18 @@ import Testing
     @Test func aWriteRefusedInABatchFailsAloneAndTheOthersCommit() throws {
         let store = try Self.makeStore()
         defer { store.close() }
-        let outcomes = Outcomes<(order: Order, json: [UInt8])>()
+        let outcomes = Outcomes<Answer>()
         outcomes.expect(3)
         try Self.whileCommitting(store) {
-            Self.submit(store, try Writes.addOrder(donutId: Self.glazed, quantity: 1), outcomes, 0)
-            Self.submit(store, try Writes.addOrder(donutId: "no-such-donut", quantity: 2), outcomes, 1)
-            Self.submit(store, try Writes.addOrder(donutId: Self.glazed, quantity: 3), outcomes, 2)
+            Self.submit(store, try Self.order(Self.glazed, 1), outcomes, 0)
+            Self.submit(store, try Self.order("no-such-donut", 2), outcomes, 1)
+            Self.submit(store, try Self.order(Self.glazed, 3), outcomes, 2)
         }
         let results = outcomes.wait()
-        #expect(try results[0]?.get().order.quantity == 1)
-        #expect(try results[2]?.get().order.quantity == 3)
+        #expect(try results[0].map { try Self.order(in: $0.get()).quantity } == 1)
+        #expect(try results[2].map { try Self.order(in: $0.get()).quantity } == 3)
         #expect(throws: ModelError.unprocessable("no donut no-such-donut on the menu")) { try results[1]?.get() }
-        #expect(store.state.truck.orderCount == 2)
+        #expect(store.state[FoodTruck.orders].count == 2)
         #expect(try Self.orderRows(store) == 2)
         #expect(try Self.changes(store).map(\.seq) == [1, 2, 3, 4])
     }
@@ -148,37 +167,38 @@ import Testing
         // A write that inserts a row and then refuses: the batch's
         // transaction is rolled back and each write runs again on its own.
         let faulty = PreparedWrite<Void> { tx in
-            try tx.execute("INSERT INTO orders (id, position, donut_id, quantity) VALUES ('faulty', 999, ?, 1)", [.text(Self.glazed)])
+            try Self.database(tx.storage).execute("INSERT INTO orders (id, position, donut_id, quantity) VALUES ('faulty', 999, ?, 1)",
+                                                  [.text(Self.glazed)])
             throw ModelError.unprocessable("refused after inserting")
         }
-        let orders = Outcomes<(order: Order, json: [UInt8])>()
+        let orders = Outcomes<Answer>()
         let failures = Outcomes<Void>()
         orders.expect(2)
         failures.expect(1)
         try Self.whileCommitting(store) {
-            Self.submit(store, try Writes.addOrder(donutId: Self.glazed, quantity: 1), orders, 0)
+            Self.submit(store, try Self.order(Self.glazed, 1), orders, 0)
             Self.submit(store, faulty, failures, 0)
-            Self.submit(store, try Writes.addOrder(donutId: Self.glazed, quantity: 2), orders, 1)
+            Self.submit(store, try Self.order(Self.glazed, 2), orders, 1)
         }
         let committed = orders.wait()
-        #expect(try committed[0]?.get().order.quantity == 1)
-        #expect(try committed[1]?.get().order.quantity == 2)
+        #expect(try committed[0].map { try Self.order(in: $0.get()).quantity } == 1)
+        #expect(try committed[1].map { try Self.order(in: $0.get()).quantity } == 2)
         #expect(throws: ModelError.unprocessable("refused after inserting")) { try failures.wait()[0]?.get() }
-        #expect(store.state.truck.orderCount == 2)
+        #expect(store.state[FoodTruck.orders].count == 2)
         #expect(try Self.orderRows(store) == 2)
-        #expect(try store.writer.withLock { try $0.rows("SELECT id FROM orders WHERE id = 'faulty'") }.isEmpty)
+        #expect(try store.writer.withLock { try Self.database($0).rows("SELECT id FROM orders WHERE id = 'faulty'") }.isEmpty)
         #expect(try Self.changes(store).map(\.seq) == [1, 2, 3, 4])
     }
 
     @Test func closingCommitsWhatWasQueuedAndRefusesMore() throws {
         let folder = Self.temporaryFolder()
         let store = try Self.makeStore(folder: folder)
-        let outcomes = Outcomes<(order: Order, json: [UInt8])>()
+        let outcomes = Outcomes<Answer>()
         outcomes.expect(50)
         let closed = DispatchSemaphore(value: 0)
         try Self.whileCommitting(store) {
             for index in 0..<50 {
-                Self.submit(store, try Writes.addOrder(donutId: Self.glazed, quantity: 1), outcomes, index)
+                Self.submit(store, try Self.order(Self.glazed, 1), outcomes, index)
             }
             // Closing waits for the queued writes, committed once the
             // holding commit ends.
@@ -193,25 +213,25 @@ import Testing
         #expect(results.count == 50)
         #expect(results.values.allSatisfy { (try? $0.get()) != nil })
 
-        let late = Outcomes<(order: Order, json: [UInt8])>()
+        let late = Outcomes<Answer>()
         late.expect(1)
-        Self.submit(store, try Writes.addOrder(donutId: Self.glazed, quantity: 1), late, 0)
+        Self.submit(store, try Self.order(Self.glazed, 1), late, 0)
         #expect(throws: ModelError(.unavailable, "the server is stopping")) { try late.wait()[0]?.get() }
 
         let reopened = try Self.makeStore(folder: folder)
         defer { reopened.close() }
-        #expect(reopened.state.truck.orderCount == 50)
+        #expect(reopened.state[FoodTruck.orders].count == 50)
         #expect(try Self.orderRows(reopened) == 50)
     }
 
     @Test func aWriteWhenNobodyCommitsIsCommittedAtOnceOnItsOwnThread() throws {
         let store = try Self.makeStore()
         defer { store.close() }
-        let outcome = store.submit(try Writes.addOrder(donutId: Self.glazed, quantity: 3), wait: {
+        let outcome = store.submit(try Self.order(Self.glazed, 3), wait: {
             Issue.record("nobody was committing: the write should not wait")
             return true
         }, then: { _ in Issue.record("an outcome returned at once is not also handed to the completion") })
-        #expect(try outcome?.get().order.quantity == 3)
-        #expect(store.state.truck.orderCount == 1)
+        #expect(try outcome.map { try Self.order(in: $0.get()).quantity } == 3)
+        #expect(store.state[FoodTruck.orders].count == 1)
     }
 }

@@ -40,6 +40,33 @@ public struct Representation: Sendable {
     }
 
     public var etag: String { Self.etag(of: bytes) }
+
+    /// The body as text (a change's `new` or `old`).
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// Entity-tag lists (`If-Match`, `If-None-Match`), matched one way.
+public enum EntityTag {
+    /// Whether the comma-separated `list` holds `*` or `etag`. A weak
+    /// comparison (RFC 9110, for `If-None-Match`) also takes `W/` + `etag`;
+    /// a strong one (`If-Match`) never matches a weak tag.
+    public static func list(_ list: String, contains etag: String, weak: Bool) -> Bool {
+        list.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingSpaces()
+            return tag == "*" || tag == etag || (weak && tag.hasPrefix("W/") && tag.dropFirst(2) == etag)
+        }
+    }
+}
+
+extension StringProtocol {
+    /// Without the spaces and tabs at either end, as list items in headers
+    /// and parameters are written.
+    func trimmingSpaces() -> Substring {
+        var s = self[...]
+        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
+        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
+        return Substring(s)
+    }
 }
 
 /// Which fields of a resource a read asked for (`?fields=a,b`).
@@ -55,9 +82,7 @@ public struct FieldSelection: Sendable {
             names = nil
             return
         }
-        let requested = parameter.split(separator: ",", omittingEmptySubsequences: false).map {
-            String($0).trimmingCharacters(in: " ")
-        }
+        let requested = parameter.split(separator: ",", omittingEmptySubsequences: false).map { String($0.trimmingSpaces()) }
         for name in requested where !allowed.contains(name) {
             throw .badRequest("unknown field \"\(name)\" in fields; known fields: \(allowed.joined(separator: ", "))")
         }
@@ -73,19 +98,10 @@ public struct FieldSelection: Sendable {
     }
 }
 
-extension String {
-    func trimmingCharacters(in character: Character) -> String {
-        var s = Substring(self)
-        while s.first == character { s.removeFirst() }
-        while s.last == character { s.removeLast() }
-        return String(s)
-    }
-}
-
 /// Builds a representation field by field, writing the body as it goes
 /// and recording each field's key. Nested elements (`object` inside
 /// `elements`) are written into the same body.
-struct RepresentationBuilder {
+public struct RepresentationBuilder {
     private var bytes: [UInt8] = []
     private(set) var reads: [PropertyKey] = []
     /// The path of the object being written: fields' keys start with it.
@@ -94,7 +110,7 @@ struct RepresentationBuilder {
     private var needsComma = false
 
     /// A builder of the object at `resource`.
-    init(resource: String, fields: Int = 4) {
+    public init(resource: String, fields: Int = 4) {
         self.resource = resource
         bytes.reserveCapacity(32 * fields + 2)
         bytes.append(UInt8(ascii: "{"))
@@ -111,18 +127,18 @@ struct RepresentationBuilder {
     }
 
     /// A field that cannot change (an id): in the body, not a read.
-    mutating func constant(_ name: String, _ value: JSONValue) {
+    public mutating func constant(_ name: String, _ value: JSONValue) {
         self.name(name)
         JSONWriter.write(value, into: &bytes)
     }
 
-    mutating func field(_ name: String, _ value: JSONValue, _ selection: FieldSelection = .all) {
+    public mutating func field(_ name: String, _ value: JSONValue, _ selection: FieldSelection = .all) {
         let resource = resource
         field(name, value, key: PropertyKey(resource, name), selection)
     }
 
     /// A field whose key the caller already has (`resource/name`).
-    mutating func field(_ name: String, _ value: JSONValue, key: @autoclosure () -> PropertyKey, _ selection: FieldSelection = .all) {
+    public mutating func field(_ name: String, _ value: JSONValue, key: @autoclosure () -> PropertyKey, _ selection: FieldSelection = .all) {
         guard selection.includes(name) else { return }
         self.name(name)
         JSONWriter.write(value, into: &bytes)
@@ -131,7 +147,7 @@ struct RepresentationBuilder {
 
     /// A nested collection: its membership key plus whatever its elements read.
     /// `elements` is built only when the collection is selected.
-    mutating func collection(_ name: String, _ elements: @autoclosure () -> [Representation], _ selection: FieldSelection = .all) {
+    public mutating func collection(_ name: String, _ elements: @autoclosure () -> [Representation], _ selection: FieldSelection = .all) {
         self.elements(name, selection) { builder in
             for element in elements() { builder.append(element) }
         }
@@ -140,20 +156,39 @@ struct RepresentationBuilder {
     /// A nested collection whose elements `body` writes (with `object`):
     /// its membership key, then what the elements read. `body` runs only
     /// when the collection is selected.
-    mutating func elements(_ name: String, _ selection: FieldSelection = .all, _ body: (inout RepresentationBuilder) -> Void) {
+    public mutating func elements(_ name: String, _ selection: FieldSelection = .all, _ body: (inout RepresentationBuilder) -> Void) {
+        elements(name, key: PropertyKey(resource, name), selection, body)
+    }
+
+    /// A nested array under `name` whose membership is read as `key` (none when nil).
+    public mutating func elements(_ name: String, key: PropertyKey?, _ selection: FieldSelection = .all,
+                                  _ body: (inout RepresentationBuilder) -> Void)
+    {
         guard selection.includes(name) else { return }
         self.name(name)
+        needsComma = false
+        if let key { reads.append(key) }
+        array(body)
+    }
+
+    /// An array as an element of the array being written (rows of dots).
+    public mutating func array(_ body: (inout RepresentationBuilder) -> Void) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
         bytes.append(UInt8(ascii: "["))
         needsComma = false
-        reads.append(PropertyKey(resource, name))
         body(&self)
         bytes.append(UInt8(ascii: "]"))
         needsComma = true
     }
 
+    /// A read of `key` that writes nothing (a membership the body reflects).
+    public mutating func track(_ key: PropertyKey) {
+        reads.append(key)
+    }
+
     /// An element of `elements`: the object at `resource`, whose fields
     /// `body` writes.
-    mutating func object(resource: String, _ body: (inout RepresentationBuilder) -> Void) {
+    public mutating func object(resource: String, _ body: (inout RepresentationBuilder) -> Void) {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
@@ -165,8 +200,15 @@ struct RepresentationBuilder {
         needsComma = true
     }
 
+    /// A nested object under `name`, at `resource`, whose fields `body` writes.
+    public mutating func object(_ name: String, resource: String, _ body: (inout RepresentationBuilder) -> Void) {
+        self.name(name)
+        needsComma = false
+        object(resource: resource, body)
+    }
+
     /// An element of `elements` already built.
-    mutating func append(_ element: Representation) {
+    public mutating func append(_ element: Representation) {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         bytes.append(contentsOf: element.bytes)
         reads.append(contentsOf: element.reads)
@@ -174,7 +216,7 @@ struct RepresentationBuilder {
     }
 
     /// The representation: the object closed, its body and reads handed over.
-    mutating func finish() -> Representation {
+    public mutating func finish() -> Representation {
         bytes.append(UInt8(ascii: "}"))
         var body: [UInt8] = []
         swap(&body, &bytes)

@@ -2,15 +2,15 @@ import FoundationEssentials
 import JSON
 import Logging
 import ModelObservation
-import OrderedCollections
-import SQLiteStore
 import Locks
+import SQLiteStore
 
 /// The models' state, persisted in SQLite and observed through the registry.
 ///
-/// Every write goes through `write`: one `BEGIN IMMEDIATE` transaction that
+/// Every write goes through `write` or `submit`: one transaction that
 /// changes the model's rows and appends its changes to the change log, then
 /// commit, then publish to the registry, then wake the observers' long-polls.
+/// Which models there are, and their tables, comes from its `Catalog`.
 /// Reads are served from an in-memory copy of the state that is replaced
 /// only after a commit, so a read never shows an uncommitted write.
 public final class Store: Sendable {
@@ -30,7 +30,8 @@ public final class Store: Sendable {
     public typealias Wake = @Sendable ([(observer: String, waiter: any ChangeWaiter)]) -> Void
 
     public let registry: ObservationRegistry
-    let writer: Locked<Database>
+    public let catalog: Catalog
+    let writer: Locked<any ModelStorage>
     /// What reads see: replaced whole after each commit, so that a read
     /// takes one reference rather than one per model.
     private let current: Locked<Snapshot>
@@ -39,20 +40,22 @@ public final class Store: Sendable {
     private let committerDone = Locked(false)
     private let commits = Locked<(transactions: Int64, writes: Int64)>((0, 0))
     private let wake: Locked<Wake?>
-    /// Advances the jobs the server drives, from one thread.
-    let jobScheduler = JobScheduler()
-    let logger: Logger
+    public let logger: Logger
 
     /// Opens the database, applies pending migrations and loads the state.
-    public init(configuration: Configuration, logger: Logger = Logger(label: "observable.store")) throws {
+    public init(configuration: Configuration, catalog: Catalog, logger: Logger = Logger(label: "observable.store")) throws {
         let database = try Database(path: configuration.databasePath, synchronous: configuration.synchronous)
         let applied = try Migrator(folder: configuration.migrationsFolder).migrate(database)
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
+        let storage = SQLiteStorage(database: database)
         let registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
-        let state = try Self.loadState(database)
-        try Self.loadObservation(database, into: registry, retain: configuration.retainChanges, lastSeq: state.seq)
+        let state = try Self.loadState(storage, catalog)
+        let lastSeq = state.seq
+        registry.restore(observers: try storage.observers(),
+                         changes: try storage.changes(after: lastSeq - Int64(configuration.retainChanges)), lastSeq: lastSeq)
         self.registry = registry
-        self.writer = Locked(database)
+        self.catalog = catalog
+        self.writer = Locked(storage)
         self.current = Locked(Snapshot(state))
         self.wake = Locked(nil)
         self.logger = logger
@@ -151,14 +154,14 @@ public final class Store: Sendable {
     private func commit(_ batch: [any QueuedWrite]) {
         // `replaced` is the state before the batch: kept so that the last
         // reference to what the writes replaced is dropped after the lock.
-        let (woken, replaced) = writer.withLock { database in
+        let (woken, replaced) = writer.withLock { storage in
             let replaced = snapshot
             var woken: [(observer: String, waiter: any ChangeWaiter)] = []
-            if !transact(batch, on: database, woken: &woken) && batch.count > 1 {
+            if !transact(batch, on: storage, woken: &woken) && batch.count > 1 {
                 // The transaction failed as a whole (a write failed after
                 // changing rows, or the commit failed): each write again on
                 // its own, so that only the one at fault fails.
-                for write in batch { _ = transact([write], on: database, woken: &woken) }
+                for write in batch { _ = transact([write], on: storage, woken: &woken) }
             }
             return (woken, replaced)
         }
@@ -172,32 +175,30 @@ public final class Store: Sendable {
     /// current state. A write that throws before changing any row just fails
     /// alone. Returns false when the transaction was rolled back: then each
     /// write's outcome is the error.
-    private func transact(_ batch: [any QueuedWrite], on database: Database,
+    private func transact(_ batch: [any QueuedWrite], on storage: any ModelStorage,
                           woken: inout [(observer: String, waiter: any ChangeWaiter)]) -> Bool
     {
         var state = snapshot.state
         var committed: [Change] = []
         var writes: Int64 = 0
         do {
-            try database.execute("BEGIN IMMEDIATE", [])
+            try storage.begin()
             do {
                 for write in batch {
-                    let rowsBefore = database.totalChanges
-                    var transaction = WriteTransaction(state: state, database: database)
+                    let rowsBefore = storage.rowsChanged
+                    var transaction = WriteTransaction(state: state, storage: storage, catalog: catalog)
                     do {
                         try write.run(&transaction)
                     } catch {
-                        guard database.totalChanges == rowsBefore else { throw error }
+                        guard storage.rowsChanged == rowsBefore else { throw error }
                         write.fail(error)
                         continue
                     }
-                    for (old, new) in zip(state.computedProperties, transaction.state.computedProperties) {
-                        transaction.set(old.path, old: old.value, new: new.value)
-                    }
+                    transaction.finish(before: state)
                     let first = state.seq + 1
                     for (offset, change) in transaction.pending.enumerated() {
                         let change = change.committed(seq: first + Int64(offset), transaction: first)
-                        try append(change, to: database)
+                        try append(change, to: storage)
                         committed.append(change)
                     }
                     let seq = state.seq + Int64(transaction.pending.count)
@@ -205,9 +206,9 @@ public final class Store: Sendable {
                     state.seq = seq
                     writes += 1
                 }
-                try database.execute("COMMIT", [])
+                try storage.commit()
             } catch {
-                try? database.execute("ROLLBACK", [])
+                storage.rollback()
                 throw error
             }
         } catch {
@@ -223,13 +224,8 @@ public final class Store: Sendable {
         return true
     }
 
-    private func append(_ change: Change, to database: Database) throws {
-        try database.execute(
-            "INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [.integer(change.seq), .integer(change.transaction), .text(change.path), .text(change.operation.rawValue),
-             change.old.sqlValue, change.new.sqlValue,
-             .text(change.keys.map(\.path).joined(separator: "\n")),
-             .text(change.impliedReads.map(\.path).joined(separator: "\n"))])
+    private func append(_ change: Change, to storage: any ModelStorage) throws {
+        try storage.append(change)
         // Whoever reads a collection has read the elements it is told about.
         // The registry knows every read (it records one before persisting it,
         // and persisting takes this same lock), so it names the receivers;
@@ -237,71 +233,42 @@ public final class Store: Sendable {
         guard !change.impliedReads.isEmpty else { return }
         var receivers = Set<String>()
         for key in change.keys { receivers.formUnion(registry.readers(of: key, before: change.seq)) }
+        var reads: [(observer: String, key: PropertyKey, seq: Int64)] = []
         for id in receivers {
-            for implied in change.impliedReads {
-                try database.execute(
-                    """
-                    INSERT OR IGNORE INTO observer_reads (observer_id, path, read_seq)
-                    SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM observers WHERE id = ?)
-                    """,
-                    [.text(id), .text(implied.path), .integer(change.seq), .text(id)])
-            }
+            for implied in change.impliedReads { reads.append((id, implied, change.seq)) }
         }
+        try storage.addReads(reads)
     }
 
     // MARK: - Loading
 
-    private static func loadState(_ database: Database) throws -> ModelState {
-        let name = try database.rows("SELECT name FROM truck WHERE id = 1").first?[0].string ?? "Food Truck"
-        var donuts = PersistentOrderedDictionary<String, Donut>()
-        var maxPosition: Int64 = 0
-        for row in try database.rows("SELECT id, position, name, dough, glaze, topping FROM donuts ORDER BY position") {
-            let donut = Donut(id: row[0].string ?? "", name: row[2].string ?? "", dough: row[3].string ?? "",
-                              glaze: row[4].string, topping: row[5].string, position: row[1].int64 ?? 0)
-            donuts[donut.id] = donut
-            maxPosition = max(maxPosition, donut.position)
-        }
-        var orders = PersistentOrderedDictionary<String, Order>()
-        for row in try database.rows("SELECT id, position, donut_id, quantity FROM orders ORDER BY position") {
-            let order = Order(id: row[0].string ?? "", donutId: row[2].string ?? "", quantity: row[3].int64 ?? 0, position: row[1].int64 ?? 0)
-            orders[order.id] = order
-            maxPosition = max(maxPosition, order.position)
-        }
-        let posts = try Posts.load(database)
-        maxPosition = max(maxPosition, posts.lastPosition)
-        let userName = try database.rows("SELECT user_name FROM account WHERE id = 1").first?[0].string
-        let seq = try database.rows("SELECT COALESCE(MAX(seq), 0) FROM changes").first?[0].int64 ?? 0
-        return ModelState(seq: seq, truck: Truck(name: name, donuts: donuts, orders: orders),
-                          account: Account(userName: userName),
-                          grid: try DotGrid.load(database), jobs: try Jobs.load(database),
-                          games: try MemoryGames.load(database), posts: posts,
-                          nextPosition: maxPosition + 1)
-    }
-
-    private static func loadObservation(_ database: Database, into registry: ObservationRegistry, retain: Int, lastSeq: Int64) throws {
-        var changes: [Change] = []
-        let rows = try database.rows(
-            "SELECT seq, txn, path, op, old, new, keys, implied_reads FROM changes WHERE seq > ? ORDER BY seq",
-            [.integer(lastSeq - Int64(retain))])
-        for row in rows {
-            func keys(_ value: SQLValue) -> [PropertyKey] {
-                (value.string ?? "").split(separator: "\n").map { PropertyKey(String($0)) }
+    /// Every model of `catalog` from its table, nested elements inside theirs.
+    private static func loadState(_ storage: any ModelStorage, _ catalog: Catalog) throws -> ModelState {
+        var state = ModelState(seq: try storage.lastSeq())
+        for resource in catalog.resources {
+            let rows = try storage.rows(of: catalog.layout(of: resource))
+            switch resource.kind {
+            case .singleton:
+                guard let row = rows.first else { throw ModelError(.unavailable, "the \(resource.table) table has no row 1") }
+                state[singleton: resource] = Record(resource: resource, id: "", path: resource.path, position: 0, values: row.values)
+            case .collection:
+                var elements = PersistentOrderedDictionary<String, Record>()
+                for row in rows {
+                    elements[row.id] = Record(resource: resource, id: row.id, path: resource.path + "/" + row.id,
+                                              position: row.position, values: row.values)
+                }
+                for (index, nested) in resource.nested.enumerated() {
+                    for row in try storage.rows(of: catalog.layout(of: nested)) {
+                        guard let parentId = row.parentId, let parent = elements[parentId] else { continue }
+                        let child = Record(resource: nested, id: row.id, path: parent.path + "/" + nested.path + "/" + row.id,
+                                           position: row.position, values: row.values)
+                        elements[parentId]!.children[index][row.id] = child
+                    }
+                }
+                state[resource] = elements
             }
-            changes.append(Change(
-                seq: row[0].int64 ?? 0, transaction: row[1].int64 ?? 0, path: row[2].string ?? "",
-                operation: Change.Operation(rawValue: row[3].string ?? "") ?? .set,
-                old: row[4].string, new: row[5].string, keys: keys(row[6]), impliedReads: keys(row[7])))
         }
-        var observers: [String: ObserverSnapshot] = [:]
-        for row in try database.rows("SELECT id, cursor, ttl_seconds, last_used FROM observers") {
-            let id = row[0].string ?? ""
-            observers[id] = ObserverSnapshot(id: id, cursor: row[1].int64 ?? 0, ttlSeconds: Int(row[2].int64 ?? 600), lastUsed: row[3].double ?? 0)
-        }
-        for row in try database.rows("SELECT observer_id, path, read_seq FROM observer_reads") {
-            guard let id = row[0].string, let path = row[1].string else { continue }
-            observers[id]?.reads[PropertyKey(path)] = row[2].int64 ?? 0
-        }
-        registry.restore(observers: Array(observers.values), changes: changes, lastSeq: lastSeq)
+        return state
     }
 
     // MARK: - Housekeeping
@@ -313,17 +280,8 @@ public final class Store: Sendable {
         let expired = registry.expire(now: now)
         let dirty = registry.takeDirty(now: now)
         do {
-            try writer.withLock { database in
-                try database.transaction {
-                    try database.execute("DELETE FROM changes WHERE seq <= ?", [.integer(prunedThrough)])
-                    for id in expired {
-                        try database.execute("DELETE FROM observers WHERE id = ?", [.text(id)])
-                    }
-                    for observer in dirty {
-                        try database.execute("UPDATE observers SET cursor = ?, last_used = ? WHERE id = ?",
-                                             [.integer(observer.cursor), .real(observer.lastUsed), .text(observer.id)])
-                    }
-                }
+            try writer.withLock { storage in
+                try storage.housekeep(pruneThrough: prunedThrough, expired: expired, used: dirty)
             }
         } catch {
             logger.error("housekeeping failed: \(error)")
@@ -341,7 +299,18 @@ public final class Store: Sendable {
         writer.withLock { $0.close() }
     }
 
-    /// `PRAGMA integrity_check` of the database file.
+    /// Starts the catalog's background work (advancing jobs, say).
+    public func startBackgroundWork() {
+        for work in catalog.background { work.start(self) }
+    }
+
+    /// Stops the background work, after what it has in flight has
+    /// committed; called before the database closes.
+    public func stopBackgroundWork() {
+        for work in catalog.background { work.stop() }
+    }
+
+    /// The database's own consistency check: `ok` for a sound one.
     public func integrityCheck() throws -> String {
         try writer.withLock { try $0.integrityCheck() }
     }

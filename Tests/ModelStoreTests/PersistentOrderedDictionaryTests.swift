@@ -1,4 +1,4 @@
-@testable import Models
+@testable import ModelStore
 import Testing
 
 /// A key whose hash only has seven values, so that most keys share a hash

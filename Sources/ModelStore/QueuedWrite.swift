@@ -56,11 +56,8 @@ public struct PreparedWrite<T: Sendable>: Sendable {
     /// hears of it (scheduling a job it created, say).
     let afterCommit: (@Sendable (Store, T) -> Void)?
 
-    init(_ body: @escaping @Sendable (inout WriteTransaction) throws -> T, afterCommit: (@Sendable (Store, T) -> Void)? = nil) {
+    public init(_ body: @escaping @Sendable (inout WriteTransaction) throws -> T, afterCommit: (@Sendable (Store, T) -> Void)? = nil) {
         self.body = body
         self.afterCommit = afterCommit
     }
 }
-
-/// The writes of the models, each prepared for `Store.write` or `Store.submit`.
-public enum Writes {}

@@ -140,6 +140,18 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
         (0..<chunkCount).lazy.compactMap { chunks[$0] }.filter { $0.live > 0 }
     }
 
+    /// The newest value: found from the end, without a pass over the rest.
+    public var last: Value? {
+        var number = chunkCount - 1
+        while number >= 0 {
+            if let chunk = chunks[number], chunk.live > 0, let entry = chunk.slots.last(where: { $0 != nil }) {
+                return entry?.value
+            }
+            number -= 1
+        }
+        return nil
+    }
+
     /// The values in insertion order.
     public var values: [Value] {
         var result: [Value] = []

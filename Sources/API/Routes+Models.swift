@@ -1,0 +1,111 @@
+import HTTPServer
+import JSON
+import ModelStore
+
+/// The routes every model gets from its declaration, and those of the
+/// catalog's hand-written actions and reads.
+extension ObservableAPI {
+    func addModelRoutes(to router: Router) {
+        let catalog = store.catalog
+        // Actions and reads first: `/posts/staggered` before `/posts/:id`.
+        for action in catalog.actions { add(action, to: router) }
+        for read in catalog.reads { add(read, to: router) }
+        for resource in catalog.resources { add(resource, to: router) }
+    }
+
+    private func add(_ action: Action, to router: Router) {
+        router.on(action.method, action.pattern) { [self] context in
+            let body = try RequestBody(context.request, allowed: action.input.map(\.name), emptyAllowed: action.input.isEmpty)
+            let input = ActionInput(parameters: context.parameters,
+                                    body: try ValidatedBody(body.object, fields: action.input, requireAll: true))
+            switch try action.run(input) {
+            case .write(let write):
+                return try commit(context, write)
+            case .writes(let run):
+                return .response(Self.answer(try run(store)))
+            }
+        }
+    }
+
+    private func add(_ read: Read, to router: Router) {
+        router.get(read.pattern) { [self] context in
+            let query = context.request.query
+            return try self.read(context, fields: read.selectableFields) { state, selection in
+                try read.render(ReadInput(parameters: context.parameters, query: { query[$0] }, selection: selection), state)
+            }
+        }
+    }
+
+    private func add(_ resource: Resource, to router: Router) {
+        let operations = resource.operations
+        switch resource.kind {
+        case .singleton:
+            if operations.contains(.get) {
+                router.get(resource.path) { [self] context in
+                    try read(context, fields: resource.selectableFields) { state, selection in
+                        resource.representation(of: state[singleton: resource], in: state, selection)
+                    }
+                }
+                for computed in resource.computed {
+                    router.get(resource.path + "/" + computed.name) { [self] context in
+                        try read(context, fields: [computed.name]) { state, _ in resource.representation(of: computed, in: state) }
+                    }
+                }
+            }
+            if operations.contains(.patch) {
+                router.patch(resource.path) { [self] context in
+                    let body = try RequestBody(context.request, allowed: resource.patchableFields.map(\.name))
+                    let fields = try ValidatedBody(body.object, fields: resource.patchableFields, requireAll: false)
+                    return try commit(context, resource.patch("", fields, ifMatch: context.request.header("If-Match")))
+                }
+            }
+        case .collection:
+            let element = resource.path + "/:id"
+            if operations.contains(.list) {
+                router.get(resource.path) { [self] context in
+                    try read(context, fields: resource.selectableFields) { state, selection in resource.list(in: state, selection) }
+                }
+            }
+            if operations.contains(.create) {
+                router.post(resource.path) { [self] context in
+                    let body = try RequestBody(context.request, allowed: resource.creatableFields.map(\.name))
+                    return try commit(context, resource.create(try ValidatedBody(body.object, fields: resource.creatableFields, requireAll: true)))
+                }
+            }
+            if operations.contains(.get) {
+                router.get(element) { [self] context in
+                    let id = context.parameter("id")
+                    return try read(context, fields: resource.selectableFields) { state, selection in
+                        guard let record = state[resource][id] else { throw ModelError.notFound("no \(resource.elementName) \(id)") }
+                        return resource.representation(of: record, in: state, selection)
+                    }
+                }
+            }
+            if operations.contains(.patch) {
+                router.patch(element) { [self] context in
+                    let body = try RequestBody(context.request, allowed: resource.patchableFields.map(\.name))
+                    let fields = try ValidatedBody(body.object, fields: resource.patchableFields, requireAll: false)
+                    return try commit(context, resource.patch(context.parameter("id"), fields, ifMatch: context.request.header("If-Match")))
+                }
+            }
+            if operations.contains(.delete) {
+                router.delete(element) { [self] context in
+                    try commit(context, resource.delete(context.parameter("id"), ifMatch: context.request.header("If-Match")))
+                }
+            }
+            for nested in resource.nested where nested.operations.contains(.get) {
+                let parameter = nested.elementName + "Id"
+                router.get(element + "/" + nested.path + "/:" + parameter) { [self] context in
+                    let id = context.parameter("id"), nestedId = context.parameter(parameter)
+                    return try read(context, fields: nested.selectableFields) { state, selection in
+                        guard let parent = state[resource][id] else { throw ModelError.notFound("no \(resource.elementName) \(id)") }
+                        guard let record = parent[nested][nestedId] else {
+                            throw ModelError.notFound("no \(nested.elementName) \(nestedId) in \(resource.elementName) \(id)")
+                        }
+                        return nested.representation(of: record, in: state, selection)
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import JSON
+import ModelObservation
+
+extension Resource {
+    /// What a read of `record` answers and tracks: `id` for an element, then
+    /// each shown member that `selection` names, each a read of its key. A
+    /// collection inside it shows its elements whole and reads their membership.
+    public func representation(of record: Record, in state: ModelState, _ selection: FieldSelection = .all) -> Representation {
+        var builder = RepresentationBuilder(resource: record.path, fields: fields.count + 1)
+        write(record, in: state, into: &builder, selection)
+        return builder.finish()
+    }
+
+    /// `{"donuts": [...]}`: the top-level collection, reading its membership
+    /// and what each element shows.
+    public func list(in state: ModelState, _ selection: FieldSelection = .all) -> Representation {
+        let elements = state[self]
+        var builder = RepresentationBuilder(resource: path, fields: 1 + elements.count * (fields.count + 1))
+        builder.elements(name, key: membershipKey) { builder in
+            for element in elements.values {
+                builder.object(resource: element.path) { write(element, in: state, into: &$0, selection) }
+            }
+        }
+        return builder.finish()
+    }
+
+    /// `{"orderCount": 3}`: one computed property of a singleton on its own.
+    public func representation(of computed: Computed, in state: ModelState) -> Representation {
+        let record = state[singleton: self]
+        var builder = RepresentationBuilder(resource: path, fields: 1)
+        builder.field(computed.name, computed.value(state, record), key: record.keys[computedKeyIndex(computed.name)])
+        return builder.finish()
+    }
+
+    /// The members of `record` into the object `builder` is writing.
+    public func write(_ record: Record, in state: ModelState, into builder: inout RepresentationBuilder, _ selection: FieldSelection = .all) {
+        if kind == .collection { builder.constant("id", .string(record.id)) }
+        var fieldIndex = 0, computedIndex = 0, nestedIndex = 0
+        for member in members {
+            switch member {
+            case .field(let field):
+                if field.isVisible { builder.field(field.name, record.values[fieldIndex], key: record.keys[fieldIndex], selection) }
+                fieldIndex += 1
+            case .computed(let computed):
+                if selection.includes(computed.name) {
+                    builder.field(computed.name, computed.value(state, record), key: record.keys[fields.count + computedIndex])
+                }
+                computedIndex += 1
+            case .collection(let collection):
+                let elements: PersistentOrderedDictionary<String, Record>
+                if collection.path.hasPrefix("/") {
+                    elements = state[collection]
+                } else {
+                    elements = record.children[nestedIndex]
+                    nestedIndex += 1
+                }
+                builder.elements(collection.name, selection) { builder in
+                    for element in elements.values {
+                        builder.object(resource: element.path) { collection.write(element, in: state, into: &$0) }
+                    }
+                }
+            }
+        }
+    }
+
+    func computedKeyIndex(_ name: String) -> Int {
+        fields.count + (computed.firstIndex { $0.name == name } ?? 0)
+    }
+}

@@ -1,0 +1,45 @@
+import JSON
+import ModelObservation
+
+/// The standard writes every model gets from its declaration, prepared for
+/// `Store.write` or `Store.submit`.
+extension Resource {
+    /// Creates an element from a checked body. Its id and, for an element
+    /// without computed or nested members, its representation are made
+    /// before the writer lock, so that writes wait less for it.
+    public func create(_ body: ValidatedBody) -> PreparedWrite<Answer> {
+        let record = Record.new(self, body.values)
+        guard computed.isEmpty && nested.isEmpty else {
+            return PreparedWrite { tx in
+                let stored = try tx.insert(record, into: self)
+                return .created(self.representation(of: stored, in: tx.state), at: stored.path)
+            }
+        }
+        let representation = representation(of: record, in: ModelState(seq: 0))
+        let inserted = PendingChange.insert(into: path, element: representation.string, elementKeys: representation.reads)
+        return PreparedWrite { tx in
+            try tx.insert(record, into: self, announce: .custom(inserted))
+            return .created(representation, at: record.path)
+        }
+    }
+
+    /// Changes the fields a `PATCH` body names.
+    public func patch(_ id: String, _ body: ValidatedBody, ifMatch: String?) -> PreparedWrite<Answer> {
+        PreparedWrite { tx in
+            let apply = { (record: inout Record) in
+                for (name, value) in body.values { record[name] = value }
+            }
+            let record = self.kind == .singleton
+                ? try tx.update(singleton: self, ifMatch: ifMatch, apply)
+                : try tx.update(self, id, ifMatch: ifMatch, apply)
+            return .ok(self.representation(of: record, in: tx.state))
+        }
+    }
+
+    public func delete(_ id: String, ifMatch: String?) -> PreparedWrite<Answer> {
+        PreparedWrite { tx in
+            try tx.delete(self, id, ifMatch: ifMatch)
+            return .noContent
+        }
+    }
+}

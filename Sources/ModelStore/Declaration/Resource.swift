@@ -1,0 +1,142 @@
+import JSON
+import ModelObservation
+
+/// A model, declared once: a singleton (`/truck`) or a collection of
+/// elements (`/truck/donuts/{id}`), its members in the order its JSON shows
+/// them, its table, and the standard operations it allows.
+///
+/// ```swift
+/// static let donuts = Resource.collection("donuts", element: "donut", at: "/truck/donuts",
+///                                         allowing: [.list, .create, .get, .patch, .delete]) {
+///     Field.text("name")
+///     Field.text("dough", default: "plain")
+/// }
+/// ```
+public final class Resource: Sendable {
+    public enum Kind: Sendable {
+        case singleton
+        case collection
+    }
+
+    /// The standard operations a model may allow; the API makes their routes.
+    public enum Operation: Sendable, Hashable, CaseIterable {
+        case list, create, get, patch, delete
+    }
+
+    /// What a model shows, in order.
+    public enum Member: Sendable {
+        case field(Field)
+        case computed(Computed)
+        /// A collection shown inside: at the state's top level when its
+        /// path is absolute (`/truck/donuts` in the truck), else the
+        /// element's own (`cards` of a game).
+        case collection(Resource)
+    }
+
+    public let kind: Kind
+    /// A collection's name in lists and messages (`donuts`), or a singleton's (`truck`).
+    public let name: String
+    /// One element's name in messages (`donut`).
+    public let elementName: String
+    /// The absolute path (`/truck/donuts`), or for a collection inside
+    /// elements, its segment (`cards`).
+    public let path: String
+    public let table: String
+    public let members: [Member]
+    public let operations: Set<Operation>
+    /// Stored fields in member order: `Record.values` follows it.
+    public let fields: [Field]
+    /// Collections shown inside each element, in member order: `Record.children` follows it.
+    public let nested: [Resource]
+    /// Computed properties, in member order.
+    public let computed: [Computed]
+    let fieldIndex: [String: Int]
+    /// Whether rows keep their creation order in a `position` column.
+    let positioned: Bool
+    /// The SQL order of rows when loading, when not by position.
+    let orderBy: String?
+    /// A rule checked inside the transaction before a create is stored
+    /// (an order needs a donut on the menu).
+    let checkCreate: (@Sendable (ModelState, Record) throws -> Void)?
+
+    init(kind: Kind, name: String, elementName: String, path: String, table: String, operations: Set<Operation>,
+         positioned: Bool, orderBy: String?, checkCreate: (@Sendable (ModelState, Record) throws -> Void)?,
+         members: [Member])
+    {
+        self.kind = kind
+        self.name = name
+        self.elementName = elementName
+        self.path = path
+        self.table = table
+        self.operations = operations
+        self.positioned = positioned
+        self.orderBy = orderBy
+        self.checkCreate = checkCreate
+        self.members = members
+        var fields: [Field] = []
+        var nested: [Resource] = []
+        for member in members {
+            switch member {
+            case .field(let field): fields.append(field)
+            case .collection(let collection) where !collection.path.hasPrefix("/"): nested.append(collection)
+            default: break
+            }
+        }
+        self.fields = fields
+        self.nested = nested
+        computed = members.compactMap { if case .computed(let computed) = $0 { computed } else { nil } }
+        fieldIndex = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($1.name, $0) })
+        fieldNames = members.compactMap { member in
+            switch member {
+            case .field(let field): return field.isVisible ? field.name : nil
+            case .computed(let computed): return computed.name
+            case .collection(let collection): return collection.name
+            }
+        }
+        membershipKey = PropertyKey(path)
+    }
+
+    /// A collection of elements with server-made ids.
+    public static func collection(_ name: String, element: String, at path: String, table: String? = nil,
+                                  allowing operations: Set<Operation> = [], positioned: Bool = true, orderBy: String? = nil,
+                                  checkCreate: (@Sendable (ModelState, Record) throws -> Void)? = nil,
+                                  @MemberBuilder _ members: () -> [Member]) -> Resource
+    {
+        Resource(kind: .collection, name: name, elementName: element, path: path, table: table ?? name, operations: operations,
+                 positioned: positioned, orderBy: orderBy, checkCreate: checkCreate, members: members())
+    }
+
+    /// One object that always exists, stored in the row `id = 1` of its table.
+    public static func singleton(_ name: String, at path: String, table: String? = nil, allowing operations: Set<Operation> = [],
+                                 @MemberBuilder _ members: () -> [Member]) -> Resource
+    {
+        Resource(kind: .singleton, name: name, elementName: name, path: path, table: table ?? name, operations: operations,
+                 positioned: false, orderBy: nil, checkCreate: nil, members: members())
+    }
+
+    /// The names `?fields=` may select: `id` for elements, then every shown member.
+    public var selectableFields: [String] { (kind == .collection ? ["id"] : []) + fieldNames }
+    /// The names of the members shown, in order.
+    public let fieldNames: [String]
+    /// The key of a top-level collection's membership (`/truck/donuts`).
+    public let membershipKey: PropertyKey
+
+    /// The stored field called `name`.
+    public func field(_ name: String) -> Field? {
+        fieldIndex[name].map { fields[$0] }
+    }
+
+    /// Fields a client may send when creating.
+    public var creatableFields: [Field] { fields.filter { $0.access == .writable || $0.access == .createOnly } }
+    /// Fields a client may send in a `PATCH`.
+    public var patchableFields: [Field] { fields.filter { $0.access == .writable } }
+}
+
+/// Collects a model's members: fields, computed properties and collections.
+@resultBuilder
+public enum MemberBuilder {
+    public static func buildExpression(_ field: Field) -> [Resource.Member] { [.field(field)] }
+    public static func buildExpression(_ computed: Computed) -> [Resource.Member] { [.computed(computed)] }
+    public static func buildExpression(_ collection: Resource) -> [Resource.Member] { [.collection(collection)] }
+    public static func buildBlock(_ members: [Resource.Member]...) -> [Resource.Member] { members.flatMap { $0 } }
+}

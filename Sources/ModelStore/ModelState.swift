@@ -1,0 +1,28 @@
+import JSON
+
+/// Every model's current state, with the `seq` of the last change it reflects.
+/// Reads copy it (copy-on-write makes that cheap); writes replace it after commit.
+public struct ModelState: Sendable {
+    public internal(set) var seq: Int64
+    var collections: [ObjectIdentifier: PersistentOrderedDictionary<String, Record>] = [:]
+    var singletons: [ObjectIdentifier: Record] = [:]
+
+    init(seq: Int64) {
+        self.seq = seq
+    }
+
+    /// The elements of the top-level collection `resource`, in creation order.
+    public subscript(resource: Resource) -> PersistentOrderedDictionary<String, Record> {
+        get { collections[ObjectIdentifier(resource)] ?? PersistentOrderedDictionary() }
+        set { collections[ObjectIdentifier(resource)] = newValue }
+    }
+
+    /// The object of the singleton `resource`.
+    public subscript(singleton resource: Resource) -> Record {
+        get {
+            guard let record = singletons[ObjectIdentifier(resource)] else { preconditionFailure("\(resource.name) is not loaded") }
+            return record
+        }
+        set { singletons[ObjectIdentifier(resource)] = newValue }
+    }
+}

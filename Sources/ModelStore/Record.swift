@@ -1,0 +1,83 @@
+import JSON
+import ModelObservation
+
+/// One element of a collection (or a singleton's object) as the state holds
+/// it: its stored values in the order of its model's fields, the elements
+/// of the collections inside it, and its path and keys, made once since
+/// every read of it tracks them.
+public struct Record: Sendable {
+    public let resource: Resource
+    /// The server-made id (empty for a singleton).
+    public let id: String
+    /// `/truck/donuts/{id}`, `/games/{id}/cards/{cardId}`, or a singleton's path.
+    public let path: String
+    /// Creation order within its collection.
+    public var position: Int64
+    /// One value per stored field of `resource`, in its order.
+    public internal(set) var values: [JSONValue]
+    /// One collection per nested collection of `resource`, in its order.
+    public var children: [PersistentOrderedDictionary<String, Record>]
+    /// The key of each field, in field order (hidden fields too: never
+    /// read), then of each computed property.
+    let keys: [PropertyKey]
+
+    init(resource: Resource, id: String, path: String, position: Int64, values: [JSONValue],
+         children: [PersistentOrderedDictionary<String, Record>]? = nil)
+    {
+        self.resource = resource
+        self.id = id
+        self.path = path
+        self.position = position
+        self.values = values
+        self.children = children ?? resource.nested.map { _ in PersistentOrderedDictionary() }
+        keys = resource.fields.map { PropertyKey(path, $0.name) } + resource.computed.map { PropertyKey(path, $0.name) }
+    }
+
+    /// A new element of `resource` with a new id: `values` by field name,
+    /// the fields left out at their defaults (`null` without one). A nested
+    /// element needs the path of the element it is in (`/games/{id}`).
+    public static func new(_ resource: Resource, id: String? = nil, in parentPath: String? = nil,
+                           _ values: [String: JSONValue]) -> Record
+    {
+        let id = id ?? Identifier.make()
+        let base = parentPath.map { $0 + "/" + resource.path } ?? resource.path
+        return Record(resource: resource, id: id, path: base + "/" + id, position: 0,
+                      values: resource.fields.map { values[$0.name] ?? $0.defaultValue ?? .null })
+    }
+
+    /// The value of the stored field `name`.
+    public subscript(name: String) -> JSONValue {
+        get {
+            guard let index = resource.fieldIndex[name] else { preconditionFailure("\(resource.name) has no field \(name)") }
+            return values[index]
+        }
+        set {
+            guard let index = resource.fieldIndex[name] else { preconditionFailure("\(resource.name) has no field \(name)") }
+            values[index] = newValue
+        }
+    }
+
+    public func string(_ name: String) -> String? { self[name].stringValue }
+    public func int(_ name: String) -> Int64 { self[name].intValue ?? 0 }
+    public func bool(_ name: String) -> Bool { self[name].boolValue ?? false }
+    public func number(_ name: String) -> Double {
+        switch self[name] {
+        case .double(let value): return value
+        case .int(let value): return Double(value)
+        default: return 0
+        }
+    }
+
+    /// The elements of the collection `nested` shown inside this one.
+    public subscript(nested: Resource) -> PersistentOrderedDictionary<String, Record> {
+        get { children[childIndex(nested)] }
+        set { children[childIndex(nested)] = newValue }
+    }
+
+    private func childIndex(_ nested: Resource) -> Int {
+        guard let index = resource.nested.firstIndex(where: { $0 === nested }) else {
+            preconditionFailure("\(resource.name) has no collection \(nested.name)")
+        }
+        return index
+    }
+}

@@ -1,0 +1,90 @@
+import JSON
+import ModelObservation
+
+/// What the engine asks of a SQL database: the narrow interface a second
+/// engine implements without any model changing. Models never see it; the
+/// engine derives every call from their declarations.
+///
+/// One connection, used by one thread at a time (the store serialises it).
+public protocol ModelStorage: AnyObject {
+    // MARK: Loading
+
+    /// Every row of `table`: id, then the parent's id for a nested table,
+    /// then the position when positioned, then one value per column, ordered
+    /// by parent and creation.
+    func rows(of table: TableLayout) throws -> [StoredRow]
+    /// The newest `seq` in the change log (0 when empty).
+    func lastSeq() throws -> Int64
+    /// The change log after `seq`, oldest first.
+    func changes(after seq: Int64) throws -> [Change]
+    /// Every observer with its reads.
+    func observers() throws -> [ObserverSnapshot]
+
+    // MARK: Writing, inside `begin` … `commit`
+
+    func begin() throws
+    func commit() throws
+    func rollback()
+    /// Rows changed on this connection so far: a write that failed without
+    /// changing any can fail alone in a group.
+    var rowsChanged: Int64 { get }
+
+    func insert(into table: TableLayout, _ row: StoredRow) throws
+    /// Updates the row `id` (ignored for a singleton's table) to `values`.
+    func update(_ table: TableLayout, id: String, values: [JSONValue]) throws
+    /// Deletes the row `id`, and with it the rows nested in it.
+    func delete(from table: TableLayout, id: String) throws
+    func append(_ change: Change) throws
+    /// Records reads of observers that still exist.
+    func addReads(_ reads: [(observer: String, key: PropertyKey, seq: Int64)]) throws
+
+    // MARK: Observers and housekeeping, each in a transaction of its own
+
+    func insertObserver(_ observer: ObserverSnapshot) throws
+    func deleteObserver(_ id: String) throws
+    func clearReads(of id: String) throws
+    /// Prunes the change log through `seq`, deletes expired observers and
+    /// saves the cursors and last uses of `used`.
+    func housekeep(pruneThrough seq: Int64, expired: [String], used: [ObserverSnapshot]) throws
+
+    func integrityCheck() throws -> String
+    func close()
+}
+
+/// One stored row as the engine sees it.
+public struct StoredRow: Sendable {
+    public var id: String
+    public var parentId: String?
+    public var position: Int64
+    public var values: [JSONValue]
+
+    public init(id: String, parentId: String?, position: Int64, values: [JSONValue]) {
+        self.id = id
+        self.parentId = parentId
+        self.position = position
+        self.values = values
+    }
+}
+
+/// A model's table as a storage engine needs it, derived from its declaration.
+public struct TableLayout: Sendable {
+    public enum Shape: Sendable {
+        /// One row, `id = 1`.
+        case singleton
+        /// Rows keyed by `id`, nested in a parent's row when `parentColumn` is set.
+        case collection(parentColumn: String?, positioned: Bool)
+    }
+
+    public let name: String
+    public let shape: Shape
+    public let columns: [(name: String, kind: Field.Kind)]
+    /// The order of rows when they are not positioned (columns, comma-separated).
+    public let orderBy: String?
+
+    init(_ resource: Resource, parentColumn: String? = nil) {
+        name = resource.table
+        shape = resource.kind == .singleton ? .singleton : .collection(parentColumn: parentColumn, positioned: resource.positioned)
+        columns = resource.fields.map { ($0.column, $0.kind) }
+        orderBy = resource.orderBy
+    }
+}

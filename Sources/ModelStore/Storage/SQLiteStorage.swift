@@ -1,0 +1,200 @@
+import JSON
+import ModelObservation
+import SQLiteStore
+
+/// `ModelStorage` on one SQLite connection. SQL for a table is made from
+/// its layout once and its statements prepared once.
+final class SQLiteStorage: ModelStorage {
+    let database: Database
+    private var statements: [String: TableSQL] = [:]
+
+    struct TableSQL {
+        let select: String
+        let insert: String
+        let update: String
+        let delete: String
+    }
+
+    init(database: Database) {
+        self.database = database
+    }
+
+    private func sql(for table: TableLayout) -> TableSQL {
+        if let cached = statements[table.name] { return cached }
+        let columns = table.columns.map(\.name)
+        let made: TableSQL
+        switch table.shape {
+        case .singleton:
+            made = TableSQL(
+                select: "SELECT \(columns.joined(separator: ", ")) FROM \(table.name) WHERE id = 1",
+                insert: "",
+                update: "UPDATE \(table.name) SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = 1",
+                delete: "")
+        case .collection(let parentColumn, let positioned):
+            let keys = ["id"] + (parentColumn.map { [$0] } ?? []) + (positioned ? ["position"] : [])
+            let order = table.orderBy ?? ((parentColumn.map { [$0] } ?? []) + ["position"]).joined(separator: ", ")
+            let all = keys + columns
+            made = TableSQL(
+                select: "SELECT \(all.joined(separator: ", ")) FROM \(table.name) ORDER BY \(order)",
+                insert: "INSERT INTO \(table.name) (\(all.joined(separator: ", "))) VALUES (\(all.map { _ in "?" }.joined(separator: ", ")))",
+                update: "UPDATE \(table.name) SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?",
+                delete: "DELETE FROM \(table.name) WHERE id = ?")
+        }
+        statements[table.name] = made
+        return made
+    }
+
+    // MARK: Loading
+
+    func rows(of table: TableLayout) throws -> [StoredRow] {
+        let sql = sql(for: table)
+        switch table.shape {
+        case .singleton:
+            guard let row = try database.rows(sql.select).first else { return [] }
+            return [StoredRow(id: "", parentId: nil, position: 0,
+                              values: table.columns.enumerated().map { Self.value(row[$0.offset], $0.element.kind) })]
+        case .collection(let parentColumn, let positioned):
+            let offset = 1 + (parentColumn == nil ? 0 : 1) + (positioned ? 1 : 0)
+            return try database.rows(sql.select).enumerated().map { index, row in
+                StoredRow(id: row[0].string ?? "", parentId: parentColumn == nil ? nil : row[1].string,
+                          position: positioned ? row[offset - 1].int64 ?? 0 : Int64(index),
+                          values: table.columns.enumerated().map { Self.value(row[offset + $0.offset], $0.element.kind) })
+            }
+        }
+    }
+
+    func lastSeq() throws -> Int64 {
+        try database.rows("SELECT COALESCE(MAX(seq), 0) FROM changes").first?[0].int64 ?? 0
+    }
+
+    func changes(after seq: Int64) throws -> [Change] {
+        func keys(_ value: SQLValue) -> [PropertyKey] {
+            (value.string ?? "").split(separator: "\n").map { PropertyKey(String($0)) }
+        }
+        return try database.rows(
+            "SELECT seq, txn, path, op, old, new, keys, implied_reads FROM changes WHERE seq > ? ORDER BY seq", [.integer(seq)]
+        ).map { row in
+            Change(seq: row[0].int64 ?? 0, transaction: row[1].int64 ?? 0, path: row[2].string ?? "",
+                   operation: Change.Operation(rawValue: row[3].string ?? "") ?? .set,
+                   old: row[4].string, new: row[5].string, keys: keys(row[6]), impliedReads: keys(row[7]))
+        }
+    }
+
+    func observers() throws -> [ObserverSnapshot] {
+        var observers: [String: ObserverSnapshot] = [:]
+        for row in try database.rows("SELECT id, cursor, ttl_seconds, last_used FROM observers") {
+            let id = row[0].string ?? ""
+            observers[id] = ObserverSnapshot(id: id, cursor: row[1].int64 ?? 0, ttlSeconds: Int(row[2].int64 ?? 600),
+                                             lastUsed: row[3].double ?? 0)
+        }
+        for row in try database.rows("SELECT observer_id, path, read_seq FROM observer_reads") {
+            guard let id = row[0].string, let path = row[1].string else { continue }
+            observers[id]?.reads[PropertyKey(path)] = row[2].int64 ?? 0
+        }
+        return Array(observers.values)
+    }
+
+    // MARK: Writing
+
+    func begin() throws { try database.execute("BEGIN IMMEDIATE", []) }
+    func commit() throws { try database.execute("COMMIT", []) }
+    func rollback() { try? database.execute("ROLLBACK", []) }
+    var rowsChanged: Int64 { database.totalChanges }
+
+    func insert(into table: TableLayout, _ row: StoredRow) throws {
+        var values: [SQLValue] = [.text(row.id)]
+        if case .collection(let parentColumn, let positioned) = table.shape {
+            if parentColumn != nil { values.append(row.parentId.sqlValue) }
+            if positioned { values.append(.integer(row.position)) }
+        }
+        values.reserveCapacity(values.count + row.values.count)
+        for value in row.values { values.append(Self.sqlValue(value)) }
+        try database.execute(sql(for: table).insert, values)
+    }
+
+    func update(_ table: TableLayout, id: String, values: [JSONValue]) throws {
+        var bound = values.map(Self.sqlValue)
+        if case .collection = table.shape { bound.append(.text(id)) }
+        try database.execute(sql(for: table).update, bound)
+    }
+
+    func delete(from table: TableLayout, id: String) throws {
+        try database.execute(sql(for: table).delete, [.text(id)])
+    }
+
+    func append(_ change: Change) throws {
+        try database.execute(
+            "INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [.integer(change.seq), .integer(change.transaction), .text(change.path), .text(change.operation.rawValue),
+             change.old.sqlValue, change.new.sqlValue,
+             .text(change.keys.map(\.path).joined(separator: "\n")),
+             .text(change.impliedReads.map(\.path).joined(separator: "\n"))])
+    }
+
+    func addReads(_ reads: [(observer: String, key: PropertyKey, seq: Int64)]) throws {
+        // An observer deleted meanwhile is skipped by the EXISTS.
+        for read in reads {
+            try database.execute(
+                """
+                INSERT OR IGNORE INTO observer_reads (observer_id, path, read_seq)
+                SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM observers WHERE id = ?)
+                """,
+                [.text(read.observer), .text(read.key.path), .integer(read.seq), .text(read.observer)])
+        }
+    }
+
+    // MARK: Observers
+
+    func insertObserver(_ observer: ObserverSnapshot) throws {
+        try database.execute(
+            "INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES (?, ?, ?, ?)",
+            [.text(observer.id), .integer(observer.cursor), .integer(Int64(observer.ttlSeconds)), .real(observer.lastUsed)])
+    }
+
+    func deleteObserver(_ id: String) throws {
+        try database.execute("DELETE FROM observers WHERE id = ?", [.text(id)])
+    }
+
+    func clearReads(of id: String) throws {
+        try database.execute("DELETE FROM observer_reads WHERE observer_id = ?", [.text(id)])
+    }
+
+    func housekeep(pruneThrough seq: Int64, expired: [String], used: [ObserverSnapshot]) throws {
+        try database.transaction {
+            try database.execute("DELETE FROM changes WHERE seq <= ?", [.integer(seq)])
+            for id in expired {
+                try database.execute("DELETE FROM observers WHERE id = ?", [.text(id)])
+            }
+            for observer in used {
+                try database.execute("UPDATE observers SET cursor = ?, last_used = ? WHERE id = ?",
+                                     [.integer(observer.cursor), .real(observer.lastUsed), .text(observer.id)])
+            }
+        }
+    }
+
+    func integrityCheck() throws -> String { try database.integrityCheck() }
+    func close() { database.close() }
+
+    // MARK: Values
+
+    static func sqlValue(_ value: JSONValue) -> SQLValue {
+        switch value {
+        case .null: return .null
+        case .bool(let bool): return .integer(bool ? 1 : 0)
+        case .int(let int): return .integer(int)
+        case .double(let double): return .real(double)
+        case .string(let string): return .text(string)
+        case .array, .object, .raw: return .text(JSONWriter.string(value))
+        }
+    }
+
+    static func value(_ value: SQLValue, _ kind: Field.Kind) -> JSONValue {
+        switch (value, kind) {
+        case (.null, _): return .null
+        case (_, .boolean): return .bool(value.int64 == 1)
+        case (_, .integer): return value.int64.map(JSONValue.int) ?? .null
+        case (_, .number): return value.double.map(JSONValue.double) ?? .null
+        case (_, .text): return value.string.map(JSONValue.string) ?? .null
+        }
+    }
+}

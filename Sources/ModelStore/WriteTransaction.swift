@@ -1,0 +1,183 @@
+import JSON
+import ModelObservation
+
+/// One write in progress: a copy of the state to change, the storage inside
+/// its transaction, and the changes recorded so far.
+///
+/// Models change state only through `insert`, `update` and `delete`, which
+/// store the rows and record the changes (set with old and new, insert,
+/// remove; a write that changes nothing records nothing). Computed
+/// properties of what a write touched are compared when it ends.
+public struct WriteTransaction: ~Copyable {
+    public internal(set) var state: ModelState
+    let storage: any ModelStorage
+    let catalog: Catalog
+    private(set) var pending: [PendingChange] = []
+    /// Elements whose computed properties may have moved: their state
+    /// before this write, compared with their state after it at the end.
+    private var touched: [(resource: Resource, before: Record, parent: Record?)] = []
+
+    init(state: ModelState, storage: any ModelStorage, catalog: Catalog) {
+        self.state = state
+        self.storage = storage
+        self.catalog = catalog
+    }
+
+    // MARK: - Inserting
+
+    /// How an insert is announced to readers of its collection.
+    public enum Announcement {
+        /// As an `insert` of the element's representation on its collection's path.
+        case element
+        /// As this change instead (an element shown in another shape).
+        case custom(PendingChange)
+        /// Not at all (elements created inside a new element: it announces them).
+        case none
+    }
+
+    /// Stores `record` as the newest element of the top-level collection
+    /// `resource`, with the elements nested in it, and announces it.
+    @discardableResult
+    public mutating func insert(_ record: Record, into resource: Resource, announce: Announcement = .element) throws -> Record {
+        var record = record
+        let collection = state[resource]
+        if resource.positioned { record.position = (collection.last?.position ?? 0) + 1 }
+        if let checkCreate = resource.checkCreate { try checkCreate(state, record) }
+        try store(record, of: resource, parentId: nil)
+        state[resource][record.id] = record
+        switch announce {
+        case .element:
+            let representation = resource.representation(of: record, in: state)
+            pending.append(.insert(into: resource.path, element: representation.string, elementKeys: representation.reads))
+        case .custom(let change):
+            pending.append(change)
+        case .none:
+            break
+        }
+        return record
+    }
+
+    /// Appends a change made ahead of the transaction (a representation built
+    /// before the writer lock, say).
+    public mutating func record(_ change: PendingChange) {
+        pending.append(change)
+    }
+
+    private func store(_ record: Record, of resource: Resource, parentId: String?) throws {
+        try storage.insert(into: catalog.layout(of: resource),
+                           StoredRow(id: record.id, parentId: parentId, position: record.position, values: record.values))
+        for (nested, children) in zip(resource.nested, record.children) {
+            for child in children.values { try store(child, of: nested, parentId: record.id) }
+        }
+    }
+
+    // MARK: - Updating
+
+    /// Changes the element `id` of `resource` with `change`; each stored
+    /// field that moves, in it or in the elements nested in it, is one
+    /// change. Throws `404` when there is no such element.
+    @discardableResult
+    public mutating func update(_ resource: Resource, _ id: String, ifMatch: String? = nil,
+                                _ change: (inout Record) throws -> Void) throws -> Record
+    {
+        guard let old = state[resource][id] else { throw ModelError.notFound("no \(resource.elementName) \(id)") }
+        try require(ifMatch: ifMatch, current: resource.representation(of: old, in: state))
+        var new = old
+        try change(&new)
+        try save(old: old, new: new, of: resource)
+        state[resource][id] = new
+        touched.append((resource, old, nil))
+        return new
+    }
+
+    /// Changes the singleton `resource` with `change`, as `update` does.
+    @discardableResult
+    public mutating func update(singleton resource: Resource, ifMatch: String? = nil, _ change: (inout Record) throws -> Void) throws -> Record {
+        let old = state[singleton: resource]
+        try require(ifMatch: ifMatch, current: resource.representation(of: old, in: state))
+        var new = old
+        try change(&new)
+        try save(old: old, new: new, of: resource)
+        state[singleton: resource] = new
+        touched.append((resource, old, nil))
+        return new
+    }
+
+    /// Stores what moved between `old` and `new` and records a change for
+    /// each shown field that moved.
+    private mutating func save(old: Record, new: Record, of resource: Resource) throws {
+        if old.values != new.values {
+            try storage.update(catalog.layout(of: resource), id: new.id, values: new.values)
+            for (index, field) in resource.fields.enumerated() where field.isVisible && old.values[index] != new.values[index] {
+                pending.append(.set(new.keys[index].path, old: JSONWriter.string(old.values[index]), new: JSONWriter.string(new.values[index])))
+            }
+        }
+        for (index, nested) in resource.nested.enumerated() {
+            let before = old.children[index], after = new.children[index]
+            for child in after.values {
+                guard let previous = before[child.id] else {
+                    throw ModelError(.unprocessable, "\(nested.elementName) \(child.id) cannot be added by an update")
+                }
+                try save(old: previous, new: child, of: nested)
+            }
+        }
+    }
+
+    // MARK: - Deleting
+
+    /// Deletes the element `id` of `resource` and the elements nested in
+    /// it, announcing a `remove` to readers of the collection or of any of
+    /// its properties. Throws `404` when there is no such element.
+    @discardableResult
+    public mutating func delete(_ resource: Resource, _ id: String, ifMatch: String? = nil) throws -> Record {
+        guard let record = state[resource][id] else { throw ModelError.notFound("no \(resource.elementName) \(id)") }
+        let representation = resource.representation(of: record, in: state)
+        try require(ifMatch: ifMatch, current: representation)
+        try storage.delete(from: catalog.layout(of: resource), id: id)
+        state[resource][id] = nil
+        pending.append(.remove(from: resource.path, element: representation.string, elementKeys: representation.reads))
+        return record
+    }
+
+    // MARK: - Preconditions
+
+    /// Checks `If-Match` against the current representation. It compares
+    /// strongly (RFC 9110): weak tags never match.
+    public func require(ifMatch: String?, current: Representation) throws(ModelError) {
+        guard let ifMatch else { return }
+        guard EntityTag.list(ifMatch, contains: current.etag, weak: false) else {
+            throw ModelError(.preconditionFailed, "If-Match \(ifMatch) does not match the current version \(current.etag)")
+        }
+    }
+
+    // MARK: - Ending
+
+    /// The changes of the computed properties that moved: those of what
+    /// this write touched (in the order it touched them), then those of
+    /// every singleton. Called once, when the write's body has run.
+    mutating func finish(before: ModelState) {
+        var seen = Set<String>()
+        for (resource, old, _) in touched where !resource.computed.isEmpty && seen.insert(old.path).inserted {
+            let current: Record?
+            switch resource.kind {
+            case .singleton: current = state.singletons[ObjectIdentifier(resource)]
+            case .collection: current = state[resource][old.id]
+            }
+            guard let current else { continue }
+            for computed in resource.computed where resource.kind == .collection {
+                compare(computed, of: old.path, before: computed.value(before, old), after: computed.value(state, current))
+            }
+        }
+        for resource in catalog.singletons where !resource.computed.isEmpty {
+            let old = before[singleton: resource], new = state[singleton: resource]
+            for computed in resource.computed {
+                compare(computed, of: resource.path, before: computed.value(before, old), after: computed.value(state, new))
+            }
+        }
+    }
+
+    private mutating func compare(_ computed: Computed, of path: String, before: JSONValue, after: JSONValue) {
+        guard before != after else { return }
+        pending.append(.set(path + "/" + computed.name, old: JSONWriter.string(before), new: JSONWriter.string(after)))
+    }
+}

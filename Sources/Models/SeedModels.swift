@@ -1,0 +1,16 @@
+import ModelStore
+
+/// The seed systems: every model the server serves by default, with the
+/// actions and reads that need code and the work that runs beside them.
+public enum SeedModels {
+    /// A new catalog of the seed systems (each with its own job runner).
+    public static func catalog() -> Catalog {
+        let jobs = Jobs.Runner()
+        return Catalog(
+            resources: [FoodTruck.donuts, FoodTruck.orders, FoodTruck.truck, Account.account, DotGrid.dots, Jobs.jobs,
+                        MemoryGame.games, Posts.posts],
+            actions: Account.actions + DotGrid.actions + Jobs.actions(jobs) + MemoryGame.actions,
+            reads: DotGrid.reads + Posts.reads,
+            background: [jobs])
+    }
+}
