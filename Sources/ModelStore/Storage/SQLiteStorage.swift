@@ -49,6 +49,9 @@ final class SQLiteStorage: ModelStorage {
     func rows(of table: TableLayout) throws -> [StoredRow] {
         let sql = sql(for: table)
         switch table.shape {
+        case .singleton where table.columns.isEmpty:
+            // A singleton of computed properties and collections only stores nothing.
+            return [StoredRow(id: "", parentId: nil, position: 0, values: [])]
         case .singleton:
             guard let row = try database.rows(sql.select).first else { return [] }
             return [StoredRow(id: "", parentId: nil, position: 0,

@@ -1,0 +1,123 @@
+import Foundation
+import JSON
+import ModelStore
+import Models
+import Testing
+
+/// A model declared here, in the test, and nowhere else: its declaration,
+/// its migration and one line of registration are all it takes to be
+/// served, stored, validated and observed.
+enum TodoList {
+    static let items = Resource.collection("items", element: "item", at: "/todo/items", table: "todo_items",
+                                           allowing: [.list, .create, .get, .patch, .delete]) {
+        Field.text("title")
+        Field.boolean("isDone", default: false)
+    }
+
+    static let list = Resource.singleton("todo", at: "/todo", allowing: [.get]) {
+        items
+        Computed("openCount") { state, _ in .int(Int64(state[items].values.count { !$0.bool("isDone") })) }
+    }
+
+    static let migration = """
+        CREATE TABLE todo_items (
+            id TEXT PRIMARY KEY,
+            position INTEGER NOT NULL UNIQUE,
+            title TEXT NOT NULL,
+            is_done INTEGER NOT NULL DEFAULT 0 CHECK (is_done IN (0, 1))
+        );
+        """
+}
+
+@Suite struct DeclaredModelTests {
+    /// A server for the seed systems plus the to-do list.
+    static func server(folder: String = temporaryFolder()) throws -> TestServer {
+        let migrations = folder + "/migrations"
+        try? FileManager.default.removeItem(atPath: migrations)
+        try FileManager.default.createDirectory(atPath: migrations, withIntermediateDirectories: true)
+        for file in try FileManager.default.contentsOfDirectory(atPath: migrationsFolder) {
+            try FileManager.default.copyItem(atPath: migrationsFolder + "/" + file, toPath: migrations + "/" + file)
+        }
+        try TodoList.migration.write(toFile: migrations + "/0100_todo_items.sql", atomically: true, encoding: .utf8)
+        return try TestServer(folder: folder) { configuration in
+            configuration.store.migrationsFolder = migrations
+            configuration.models = SeedModels.catalog().adding(Catalog(resources: [TodoList.items, TodoList.list]))
+        }
+    }
+
+    @Test func aDeclaredModelIsCreatedReadPatchedObservedAndDeleted() throws {
+        let server = try Self.server()
+        let client = server.client
+
+        let created = try client.post("/todo/items", ["title": "Buy flour"])
+        #expect(created.status == 201)
+        let id = try #require(created.json["id"]?.stringValue)
+        #expect(created.header("Location") == "/todo/items/\(id)")
+        #expect(created.json == ["id": .string(id), "title": "Buy flour", "isDone": false])
+
+        let observer = try client.observer()
+        let read = try client.get("/todo", observer: observer)
+        #expect(read.status == 200)
+        #expect(read.json == ["items": [["id": .string(id), "title": "Buy flour", "isDone": false]], "openCount": 1])
+        let cursor = try #require(read.cursor)
+        let reads = try client.get("/observers/\(observer)").json["reads"]?.arrayValue?.compactMap(\.stringValue)
+        #expect(reads == ["/todo/items", "/todo/items/\(id)/isDone", "/todo/items/\(id)/title", "/todo/openCount"])
+
+        // A long-poll parked before the change is answered by it.
+        let poll = try TestConnection(port: server.port)
+        try poll.send("GET", "/observers/\(observer)/changes?since=\(cursor)&timeout=30")
+        try waitUntil { server.application.daemon.parkedCount == 1 }
+        let etag = try #require(try client.get("/todo/items/\(id)").header("ETag"))
+        #expect(try client.patch("/todo/items/\(id)", ["isDone": true], headers: ["If-Match": "\"0000000000000000\""]).status == 412)
+        let patched = try client.patch("/todo/items/\(id)", ["isDone": true], headers: ["If-Match": etag])
+        #expect(patched.status == 200)
+        #expect(patched.json == ["id": .string(id), "title": "Buy flour", "isDone": true])
+        let changes = try poll.receive().json.changeList
+        #expect(changes.map { $0.dropping("seq") } == [
+            ["path": .string("/todo/items/\(id)/isDone"), "op": "set", "old": false, "new": true],
+            ["path": "/todo/openCount", "op": "set", "old": 1, "new": 0],
+        ])
+
+        // Rules come from the declaration: a blank title, a wrong type, an unknown field.
+        #expect(try client.post("/todo/items", ["title": " "]).status == 422)
+        #expect(try client.post("/todo/items", [:]).status == 422)
+        #expect(try client.patch("/todo/items/\(id)", ["isDone": "yes"]).status == 400)
+        #expect(try client.patch("/todo/items/\(id)", ["owner": "ada"]).status == 400)
+
+        #expect(try client.delete("/todo/items/\(id)").status == 204)
+        let removed = try client.changes(observer, since: cursor + 2).json.changeList
+        #expect(removed.map { $0["op"] } == ["remove"])
+        #expect(removed.first?["path"] == "/todo/items")
+        #expect(try client.get("/todo/items/\(id)").status == 404)
+        #expect(try client.get("/todo/openCount").json == ["openCount": 0])
+    }
+
+    @Test func aDeclaredModelSurvivesARestart() throws {
+        let folder = temporaryFolder()
+        var server: TestServer? = try Self.server(folder: folder)
+        let id = try #require(try server?.client.post("/todo/items", ["title": "Knead"]).json["id"]?.stringValue)
+        _ = try server?.client.patch("/todo/items/\(id)", ["isDone": true])
+        server?.stop()
+        server = nil
+        let reopened = try Self.server(folder: folder)
+        #expect(try reopened.client.get("/todo/items").json == ["items": [["id": .string(id), "title": "Knead", "isDone": true]]])
+    }
+}
+
+extension JSONValue {
+    /// This object without `key`.
+    func dropping(_ key: String) -> JSONValue {
+        guard var object = objectValue else { return self }
+        object[key] = nil
+        return .object(object)
+    }
+}
+
+/// Waits until `condition` holds, failing after `timeout` seconds.
+func waitUntil(timeout: Double = 10, _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while try !condition() {
+        guard Date() < deadline else { throw TestHTTPError.io("condition not met within \(timeout) s") }
+        Thread.sleep(forTimeInterval: 0.005)
+    }
+}
