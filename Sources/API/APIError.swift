@@ -1,11 +1,18 @@
 import HTTPServer
 import Logging
 import ModelStore
-import SQLiteStore
 
-/// Errors the API raises itself; model and store errors map here too, so
-/// every error becomes problem+json in one place.
-public struct APIError: Error {
+/// An error with what its problem+json answer says. Every error a handler
+/// throws becomes an answer through it, in `APIError.response(for:)`; an
+/// error that is not one is a `500` and is logged.
+protocol ProblemError: Error {
+    var status: Int { get }
+    var detail: String { get }
+    var headers: [(name: String, value: String)] { get }
+}
+
+/// Errors the API raises itself.
+public struct APIError: ProblemError {
     public let status: Int
     public let detail: String
     public var headers: [(name: String, value: String)] = []
@@ -27,8 +34,10 @@ public struct APIError: Error {
         case 410: return "Gone"
         case 412: return "Precondition Failed"
         case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
         case 415: return "Unsupported Media Type"
         case 422: return "Unprocessable Content"
+        case 431: return "Request Header Fields Too Large"
         case 503: return "Service Unavailable"
         default: return status >= 500 ? "Internal Server Error" : "Error"
         }
@@ -36,25 +45,28 @@ public struct APIError: Error {
 
     /// The problem+json answer for any error a handler throws.
     static func response(for error: any Error) -> HTTPResponse {
-        switch error {
-        case let error as APIError:
-            return Problem.response(error.status, title(for: error.status), error.detail, headers: error.headers)
-        case let error as ModelError:
-            let status: Int
-            switch error.kind {
-            case .badRequest: status = 400
-            case .notFound: status = 404
-            case .unprocessable: status = 422
-            case .preconditionFailed: status = 412
-            case .unavailable: status = 503
-            }
-            return Problem.response(status, title(for: status), error.detail)
-        case let error as SQLiteError where error.isBusy:
-            logger.error("database busy: \(error)")
-            return Problem.response(503, title(for: 503), "The database is busy; retry shortly.", headers: [("Retry-After", "1")])
-        default:
+        guard let problem = error as? any ProblemError else {
             logger.error("request failed: \(error)")
             return Problem.response(500, title(for: 500), "The server could not complete the request.")
         }
+        if let error = error as? ModelError, error.kind == .busy { logger.error("database busy") }
+        return Problem.response(problem.status, title(for: problem.status), problem.detail, headers: problem.headers)
+    }
+}
+
+/// A model's refusal, in HTTP terms.
+extension ModelError: ProblemError {
+    var status: Int {
+        switch kind {
+        case .badRequest: return 400
+        case .notFound: return 404
+        case .unprocessable: return 422
+        case .preconditionFailed: return 412
+        case .unavailable, .busy: return 503
+        }
+    }
+
+    var headers: [(name: String, value: String)] {
+        kind == .busy ? [("Retry-After", "1")] : []
     }
 }

@@ -11,6 +11,8 @@ public struct ModelError: Error, Equatable, CustomStringConvertible {
         case preconditionFailed
         /// The store is closing and takes no more writes.
         case unavailable
+        /// The database is locked by another connection; worth retrying shortly.
+        case busy
     }
 
     public let kind: Kind

@@ -99,8 +99,18 @@ final class SQLiteStorage: ModelStorage {
 
     // MARK: Writing
 
-    func begin() throws { try database.execute("BEGIN IMMEDIATE", []) }
-    func commit() throws { try database.execute("COMMIT", []) }
+    func begin() throws { try busyAsModelError { try database.execute("BEGIN IMMEDIATE", []) } }
+    func commit() throws { try busyAsModelError { try database.execute("COMMIT", []) } }
+
+    /// Runs `body`, turning SQLite's "busy" (another connection holds the
+    /// lock past the busy timeout) into the store's retryable error.
+    private func busyAsModelError<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError where error.isBusy {
+            throw ModelError(.busy, "The database is busy; retry shortly.")
+        }
+    }
     func rollback() { try? database.execute("ROLLBACK", []) }
     var rowsChanged: Int64 { database.totalChanges }
 
@@ -163,6 +173,10 @@ final class SQLiteStorage: ModelStorage {
     }
 
     func housekeep(pruneThrough seq: Int64, expired: [String], used: [ObserverSnapshot]) throws {
+        try busyAsModelError { try housekeepTransaction(pruneThrough: seq, expired: expired, used: used) }
+    }
+
+    private func housekeepTransaction(pruneThrough seq: Int64, expired: [String], used: [ObserverSnapshot]) throws {
         try database.transaction {
             try database.execute("DELETE FROM changes WHERE seq <= ?", [.integer(seq)])
             for id in expired {
