@@ -2233,7 +2233,10 @@ components:
       description: >-
         `true` folds the `set` changes of one path into one (first `old`,
         last `new`, at the last change's `seq`); a path that ends where it
-        started is left out. Inserts and removes are kept.
+        started is left out. Inserts and removes are kept. `limit` counts
+        changes before folding; a page that folds to nothing is passed over,
+        and a poll whose changes all fold away waits as one with none does,
+        then answers no changes with a cursor past them.
       schema:
         type: string
         enum: ["true", "false"]

@@ -29,6 +29,37 @@ public final class ObservationRegistry: Sendable {
             guard let ids = index[key] else { return [] }
             return ids.filter { (observers[$0]?.reads[key] ?? .max) < seq }
         }
+
+        /// The changes `observer` receives after `since` (no older than the
+        /// oldest kept), at most `limit` unless that would split a
+        /// transaction, and the cursor after them.
+        func page(_ id: String, _ observer: ObserverSnapshot, after since: Int64, limit: Int) -> (changes: [Change], cursor: Int64) {
+            var found: [Change] = []
+            var cursor = lastSeq
+            let firstSeq = log.first?.seq ?? (lastSeq + 1)
+            if let inbox = inboxes[id], since >= inbox.floor {
+                for seq in inbox.seqs where seq > since {
+                    let change = log[Int(seq - firstSeq)]
+                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
+                        cursor = change.seq - 1
+                        break
+                    }
+                    found.append(change)
+                }
+            } else {
+                var position = max(0, Int(since + 1 - firstSeq))
+                while position < log.count {
+                    let change = log[position]
+                    position += 1
+                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
+                        cursor = change.seq - 1
+                        break
+                    }
+                    if observer.receives(change) { found.append(change) }
+                }
+            }
+            return (found, cursor)
+        }
     }
 
     /// The seqs of the changes one observer receives after `floor`. A poll
@@ -295,11 +326,16 @@ public final class ObservationRegistry: Sendable {
     }
 
     /// The changes observer `id` receives after `since` (its own cursor when
-    /// nil), at most `limit` unless that would split a transaction. When
-    /// there are none and `park` is given, `park` is called under the lock
-    /// (so no change can slip in between) and its waiter registered; a waiter
-    /// it displaces is returned so the caller can answer it.
-    public func poll(_ id: String, since: Int64?, limit: Int, now: Double,
+    /// nil), at most `limit` unless that would split a transaction. With
+    /// `coalesce`, they are folded (`Change.coalesce`), and a page of
+    /// `limit` that folds to nothing is passed over for the next one: the
+    /// answer says something, or reaches the newest change. When there is
+    /// nothing to say and `park` is given, `park` is called under the lock
+    /// (so no change can slip in between) and its waiter registered; a
+    /// waiter it displaces is returned so the caller can answer it. Without
+    /// `displacing`, a waiter is parked only where none is, and the poll is
+    /// answered otherwise (a woken poll parking again yields to a newer one).
+    public func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
                      park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
     {
         state.withLock { s in
@@ -309,33 +345,19 @@ public final class ObservationRegistry: Sendable {
             let since = since ?? observer.cursor
             if since < s.prunedThrough { return (.gone(oldestAvailable: s.prunedThrough), nil) }
             if since > s.lastSeq { return (.ahead(newest: s.lastSeq), nil) }
-            var found: [Change] = []
-            var cursor = s.lastSeq
-            let firstSeq = s.log.first?.seq ?? (s.lastSeq + 1)
             if var inbox = s.inboxes[id], since >= inbox.floor {
                 inbox.acknowledge(through: max(since, s.prunedThrough))
-                for seq in inbox.seqs {
-                    let change = s.log[Int(seq - firstSeq)]
-                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
-                        cursor = change.seq - 1
-                        break
-                    }
-                    found.append(change)
-                }
                 s.inboxes[id] = inbox
-            } else {
-                var position = max(0, Int(since + 1 - firstSeq))
-                while position < s.log.count {
-                    let change = s.log[position]
-                    position += 1
-                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
-                        cursor = change.seq - 1
-                        break
-                    }
-                    if observer.receives(change) { found.append(change) }
+            }
+            var (found, cursor) = s.page(id, observer, after: since, limit: limit)
+            if coalesce {
+                found = Change.coalesce(found)
+                while found.isEmpty && cursor < s.lastSeq {
+                    (found, cursor) = s.page(id, observer, after: cursor, limit: limit)
+                    found = Change.coalesce(found)
                 }
             }
-            if found.isEmpty, let park, let waiter = park() {
+            if found.isEmpty, let park, displacing || s.waiters[id] == nil, let waiter = park() {
                 let displaced = s.waiters.updateValue(waiter, forKey: id)
                 return (.parked, displaced)
             }

@@ -84,7 +84,7 @@ import Testing
         #expect(all.count == total)
         var insertedAfter: [(seq: Int64, donut: String)] = []
         for change in all {
-            if let seq = change["seq"]?.intValue, let donut = change["new"]?["id"]?.stringValue { insertedAfter.append((Int64(seq), donut)) }
+            if let seq = change["seq"]?.intValue, let donut = change["new"]?["id"]?.stringValue { insertedAfter.append((seq, donut)) }
         }
         var received: [Set<String>] = []
         var readsBefore: [[String]] = []
@@ -95,7 +95,7 @@ import Testing
             let inserted = Self.donuts(in: answer.changeList).inserted
             #expect(inserted == Set(insertedAfter.filter { $0.seq > since }.map(\.donut)), "observer \(index) from \(since)")
             received.append(inserted)
-            cursors.append(Int64(try #require(answer["cursor"]?.intValue)))
+            cursors.append(try #require(answer["cursor"]?.intValue))
             readsBefore.append(try Self.reads(of: observer, client))
         }
 
