@@ -17,6 +17,9 @@ final class ChangeFeed: Sendable {
         /// Headers every answer to this poll carries (CORS).
         let headers: [(name: String, value: String)]
         let parked = Locked<ParkedConnection?>(nil)
+        /// Set when its deadline passes (or the server stops): from then on
+        /// a wake-up does not park it again.
+        let expired = Locked(false)
 
         init(observer: String, since: Int64?, limit: Int, coalesce: Bool, headers: [(name: String, value: String)]) {
             self.observer = observer
@@ -61,6 +64,7 @@ final class ChangeFeed: Sendable {
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
+                waiter.expired.withLock { $0 = true }
                 registry.withdraw(waiter, of: observer)
                 let response = self.answer(waiter)
                 metrics.recordRequest(route: Self.route, status: response.status)
@@ -69,25 +73,33 @@ final class ChangeFeed: Sendable {
             waiter.parked.withLock { $0 = parked }
             return waiter
         } : nil
-        let (result, displaced) = registry.poll(observer, since: since, limit: limit, now: Clock.now, park: park)
+        let (result, displaced) = registry.poll(observer, since: since, limit: limit, coalesce: coalesce, now: Clock.now, park: park)
         if let displaced = displaced as? ParkedPoll, let connection = displaced.connection {
             // One parked poll per observer: the newer one takes the place.
             let cursor = displaced.since ?? registry.observer(observer)?.cursor ?? registry.lastSeq
-            resume([(connection, displaced.finish(Self.feedResponse([], cursor: cursor, coalesce: false)))])
+            resume([(connection, displaced.finish(Self.feedResponse([], cursor: cursor)))])
         }
         switch result {
         case .parked: return .parked
-        default: return .response(Self.response(for: result, coalesce: coalesce))
+        default: return .response(Self.response(for: result))
         }
     }
 
-    /// Answers the parked polls of observers that have something new.
+    /// Answers the parked polls of observers that have something new, and
+    /// parks again those whose changes fold to nothing (`coalesce`).
     func wake(_ woken: [(observer: String, waiter: any ChangeWaiter)]) {
         var answers: [(ParkedConnection, HTTPResponse)] = []
         answers.reserveCapacity(woken.count)
         for (_, waiter) in woken {
             guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { continue }
-            answers.append((connection, answer(poll)))
+            // Parked again only while its deadline has not passed (the
+            // deadline sets `expired` before it withdraws the waiter), and
+            // not in place of a newer poll.
+            let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce,
+                                            now: Clock.now, displacing: false,
+                                            park: { poll.expired.withLock { $0 } ? nil : poll })
+            if case .parked = result { continue }
+            answers.append((connection, poll.finish(Self.response(for: result))))
         }
         metrics.recordWakeups(answers.count)
         resume(answers)
@@ -107,11 +119,11 @@ final class ChangeFeed: Sendable {
 
     /// What a parked poll answers now: its changes, or none with the cursor.
     private func answer(_ poll: ParkedPoll) -> HTTPResponse {
-        let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, now: Clock.now)
-        return poll.finish(Self.response(for: result, coalesce: poll.coalesce))
+        let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: Clock.now)
+        return poll.finish(Self.response(for: result))
     }
 
-    static func response(for poll: ObservationRegistry.Poll, coalesce: Bool) -> HTTPResponse {
+    static func response(for poll: ObservationRegistry.Poll) -> HTTPResponse {
         switch poll {
         case .unknownObserver:
             return APIError.response(for: APIError(404, "no such observer"))
@@ -120,14 +132,13 @@ final class ChangeFeed: Sendable {
         case .ahead(let newest):
             return APIError.response(for: APIError(400, "since is ahead of the newest change \(newest)"))
         case .changes(let changes, let cursor):
-            return feedResponse(changes, cursor: cursor, coalesce: coalesce)
+            return feedResponse(changes, cursor: cursor)
         case .parked:
             return APIError.response(for: APIError(500, "unexpected parked poll"))
         }
     }
 
-    static func feedResponse(_ changes: [Change], cursor: Int64, coalesce: Bool) -> HTTPResponse {
-        let changes = coalesce ? Self.coalesce(changes) : changes
+    static func feedResponse(_ changes: [Change], cursor: Int64) -> HTTPResponse {
         var body: [UInt8] = Array(#"{"cursor":"#.utf8)
         body.append(contentsOf: String(cursor).utf8)
         body.append(contentsOf: #","changes":["#.utf8)
@@ -160,29 +171,5 @@ final class ChangeFeed: Sendable {
             body.append(contentsOf: (change.new ?? "null").utf8)
         }
         body.append(UInt8(ascii: "}"))
-    }
-
-    /// Folds the `set` changes of each path into one (first `old`, last
-    /// `new`, at the last one's `seq`); a path that ends where it started is
-    /// left out. Inserts and removes are kept as they are.
-    static func coalesce(_ changes: [Change]) -> [Change] {
-        var firstOld: [String: String?] = [:]
-        var lastIndex: [String: Int] = [:]
-        for (i, change) in changes.enumerated() where change.operation == .set {
-            if firstOld[change.path] == nil { firstOld[change.path] = .some(change.old) }
-            lastIndex[change.path] = i
-        }
-        var result: [Change] = []
-        for (i, change) in changes.enumerated() {
-            guard change.operation == .set else {
-                result.append(change)
-                continue
-            }
-            guard lastIndex[change.path] == i, let old = firstOld[change.path] else { continue }
-            if old == change.new { continue }
-            result.append(Change(seq: change.seq, transaction: change.transaction, path: change.path, operation: .set,
-                                 old: old, new: change.new, keys: change.keys))
-        }
-        return result
     }
 }

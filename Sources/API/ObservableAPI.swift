@@ -53,7 +53,8 @@ public final class ObservableAPI: Sendable {
     // MARK: - Shared answers
 
     /// Answers a `GET` with `representation`: `ETag`, `Observation-Cursor`,
-    /// `If-None-Match`, and the reads tracked for the request's observer.
+    /// `If-None-Match`, and the reads tracked for the request's observer
+    /// (none for a `HEAD`).
     func read(_ context: RouteContext, fields allowed: [String], _ render: (ModelState, FieldSelection) throws -> Representation) throws -> Reply {
         let request = context.request
         let observer = request.header("Observer") ?? request.query["observer"]
@@ -63,7 +64,11 @@ public final class ObservableAPI: Sendable {
         let selection = try FieldSelection(request.query["fields"], allowed: allowed)
         let snapshot = store.snapshot
         let representation = try render(snapshot.state, selection)
-        if let observer {
+        // A HEAD shows no values, so its observer has read nothing; it is
+        // still a use of the observer.
+        if let observer, request.method == "HEAD" {
+            _ = store.registry.touch(observer, now: Clock.now)
+        } else if let observer {
             try store.track(representation.reads, by: observer, at: snapshot.state.seq)
         }
         return .response(Self.json(representation.bytes, request: request, cursor: snapshot.state.seq))

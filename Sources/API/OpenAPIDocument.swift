@@ -28,8 +28,8 @@ info:
       (`412` when it does not match the current full representation).
     - A path that exists with another method is `405` with `Allow` (which
       adds `HEAD` wherever `GET` is allowed). `HEAD` is answered like `GET`
-      without a body. A trailing `/` is ignored; unknown query parameters
-      are ignored.
+      without a body; with an `Observer` it tracks no reads. A trailing `/`
+      is ignored; unknown query parameters are ignored.
     - Ids are server-made UUIDs (lowercase). Grid positions are 0-based.
     - `fields` is a comma-separated list of field names (spaces around a
       name are ignored); an unknown name is `400`. With `fields`, an answer
@@ -2233,7 +2233,10 @@ components:
       description: >-
         `true` folds the `set` changes of one path into one (first `old`,
         last `new`, at the last change's `seq`); a path that ends where it
-        started is left out. Inserts and removes are kept.
+        started is left out. Inserts and removes are kept. `limit` counts
+        changes before folding; a page that folds to nothing is passed over,
+        and a poll whose changes all fold away waits as one with none does,
+        then answers no changes with a cursor past them.
       schema:
         type: string
         enum: ["true", "false"]

@@ -29,6 +29,37 @@ public final class ObservationRegistry: Sendable {
             guard let ids = index[key] else { return [] }
             return ids.filter { (observers[$0]?.reads[key] ?? .max) < seq }
         }
+
+        /// The changes `observer` receives after `since` (no older than the
+        /// oldest kept), at most `limit` unless that would split a
+        /// transaction, and the cursor after them.
+        func page(_ id: String, _ observer: ObserverSnapshot, after since: Int64, limit: Int) -> (changes: [Change], cursor: Int64) {
+            var found: [Change] = []
+            var cursor = lastSeq
+            let firstSeq = log.first?.seq ?? (lastSeq + 1)
+            if let inbox = inboxes[id], since >= inbox.floor {
+                for seq in inbox.seqs where seq > since {
+                    let change = log[Int(seq - firstSeq)]
+                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
+                        cursor = change.seq - 1
+                        break
+                    }
+                    found.append(change)
+                }
+            } else {
+                var position = max(0, Int(since + 1 - firstSeq))
+                while position < log.count {
+                    let change = log[position]
+                    position += 1
+                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
+                        cursor = change.seq - 1
+                        break
+                    }
+                    if observer.receives(change) { found.append(change) }
+                }
+            }
+            return (found, cursor)
+        }
     }
 
     /// The seqs of the changes one observer receives after `floor`. A poll
@@ -166,51 +197,100 @@ public final class ObservationRegistry: Sendable {
 
     // MARK: - Reads
 
+    /// Marks observer `id` as used now and tells whether it has read every
+    /// one of `keys` already (false for an unknown observer): such a read
+    /// adds nothing, so it has nothing to store.
+    public func touch(_ id: String, now: Double, hasRead keys: [PropertyKey]) -> Bool {
+        state.withLock { s in
+            guard let observer = s.observers[id] else { return false }
+            s.observers[id]!.lastUsed = now
+            s.dirty.insert(id)
+            return keys.allSatisfy { observer.reads[$0] != nil }
+        }
+    }
+
     public enum TrackResult: Sendable {
         case unknownObserver
         case tooManyReads(limit: Int)
-        /// Reads added (key and the `seq` it counts as read at), to persist,
-        /// and a parked waiter to wake if the log already holds a change for
-        /// them (a write that landed between the read and now).
+        /// Reads added (key and the `seq` it counts as read at), and a
+        /// parked waiter to wake if the log already holds a change for them
+        /// (a write that landed between the read and now).
         case tracked(added: [(PropertyKey, Int64)], wake: (any ChangeWaiter)?)
     }
 
     /// Records that observer `id` read `keys` in a response that reflected
     /// every change up to `seq`. A key already read keeps its earlier `seq`.
-    public func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackResult {
-        state.withLock { s in
-            guard var observer = s.observers[id] else { return .unknownObserver }
-            observer.lastUsed = now
-            s.dirty.insert(id)
-            var added: [(PropertyKey, Int64)] = []
-            for key in keys where observer.reads[key] == nil {
-                observer.reads[key] = seq
-                added.append((key, seq))
+    ///
+    /// The reads to add are handed to `persist` first, outside the lock, and
+    /// take effect only once it returns: until then no poll can deliver a
+    /// change for them, so an observer is never told of a change (or of an
+    /// insert, which implies reads) through a read that is not stored yet.
+    /// The reads are worked out before `persist` runs, so the caller keeps
+    /// commits out until this returns (the store holds its writer lock):
+    /// a change published in between would not be replayed.
+    public func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double,
+                      persist: ([(PropertyKey, Int64)]) throws -> Void) rethrows -> TrackResult
+    {
+        let plan: (added: [(PropertyKey, Int64)], replayed: Bool)
+        switch state.withLock({ s in Self.plan(id, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s) }) {
+        case .refused(let result): return result
+        case .reads(let added, let replayed): plan = (added, replayed)
+        }
+        if !plan.added.isEmpty { try persist(plan.added) }
+        return state.withLock { s in
+            // Expired in between: its stored reads go with it.
+            guard s.observers[id] != nil else { return .unknownObserver }
+            for (key, readAt) in plan.added where s.observers[id]!.reads[key] == nil {
+                s.observers[id]!.reads[key] = readAt
+                s.index[key, default: []].insert(id)
             }
-            if observer.reads.count > maxReadsPerObserver {
-                s.observers[id]!.lastUsed = now
-                return .tooManyReads(limit: maxReadsPerObserver)
-            }
-            var wake = false
-            if !added.isEmpty && seq < s.lastSeq {
-                // Changes committed after the response was built: replay
-                // them so inserted elements count as read, and wake a waiter.
-                for change in s.log where change.seq > seq && observer.receives(change) {
-                    wake = true
-                    for key in change.impliedReads where observer.reads[key] == nil {
-                        observer.reads[key] = change.seq
-                        added.append((key, change.seq))
-                    }
-                }
-            }
-            for (key, _) in added { s.index[key, default: []].insert(id) }
-            s.observers[id] = observer
             // Changes found by the replay are older than the inbox's newest
             // entries: let polls from before now scan the log.
-            if wake { s.inboxes[id] = Inbox(floor: s.lastSeq) }
-            let waiter = wake ? s.waiters.removeValue(forKey: id) : nil
-            return .tracked(added: added, wake: waiter)
+            if plan.replayed { s.inboxes[id] = Inbox(floor: s.lastSeq) }
+            let waiter = plan.replayed ? s.waiters.removeValue(forKey: id) : nil
+            return .tracked(added: plan.added, wake: waiter)
         }
+    }
+
+    /// `track` for a registry whose reads are stored nowhere else.
+    public func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackResult {
+        track(id, keys: keys, at: seq, now: now, persist: { _ in })
+    }
+
+    /// What `track` is to do.
+    private enum TrackPlan {
+        case refused(TrackResult)
+        /// Reads to add, and whether changes already in the log reach the
+        /// observer through them.
+        case reads([(PropertyKey, Int64)], replayed: Bool)
+    }
+
+    /// Works out what `track` adds, without adding it; marks the observer used.
+    private static func plan(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, limit: Int,
+                             in s: inout State) -> TrackPlan
+    {
+        guard var observer = s.observers[id] else { return .refused(.unknownObserver) }
+        s.observers[id]!.lastUsed = now
+        s.dirty.insert(id)
+        var added: [(PropertyKey, Int64)] = []
+        for key in keys where observer.reads[key] == nil {
+            observer.reads[key] = seq
+            added.append((key, seq))
+        }
+        if observer.reads.count > limit { return .refused(.tooManyReads(limit: limit)) }
+        var replayed = false
+        if !added.isEmpty && seq < s.lastSeq {
+            // Changes committed after the response was built: replay them
+            // so inserted elements count as read, and wake a waiter.
+            for change in s.log where change.seq > seq && observer.receives(change) {
+                replayed = true
+                for key in change.impliedReads where observer.reads[key] == nil {
+                    observer.reads[key] = change.seq
+                    added.append((key, change.seq))
+                }
+            }
+        }
+        return .reads(added, replayed: replayed)
     }
 
     // MARK: - Changes
@@ -246,11 +326,16 @@ public final class ObservationRegistry: Sendable {
     }
 
     /// The changes observer `id` receives after `since` (its own cursor when
-    /// nil), at most `limit` unless that would split a transaction. When
-    /// there are none and `park` is given, `park` is called under the lock
-    /// (so no change can slip in between) and its waiter registered; a waiter
-    /// it displaces is returned so the caller can answer it.
-    public func poll(_ id: String, since: Int64?, limit: Int, now: Double,
+    /// nil), at most `limit` unless that would split a transaction. With
+    /// `coalesce`, they are folded (`Change.coalesce`), and a page of
+    /// `limit` that folds to nothing is passed over for the next one: the
+    /// answer says something, or reaches the newest change. When there is
+    /// nothing to say and `park` is given, `park` is called under the lock
+    /// (so no change can slip in between) and its waiter registered; a
+    /// waiter it displaces is returned so the caller can answer it. Without
+    /// `displacing`, a waiter is parked only where none is, and the poll is
+    /// answered otherwise (a woken poll parking again yields to a newer one).
+    public func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
                      park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
     {
         state.withLock { s in
@@ -260,33 +345,19 @@ public final class ObservationRegistry: Sendable {
             let since = since ?? observer.cursor
             if since < s.prunedThrough { return (.gone(oldestAvailable: s.prunedThrough), nil) }
             if since > s.lastSeq { return (.ahead(newest: s.lastSeq), nil) }
-            var found: [Change] = []
-            var cursor = s.lastSeq
-            let firstSeq = s.log.first?.seq ?? (s.lastSeq + 1)
             if var inbox = s.inboxes[id], since >= inbox.floor {
                 inbox.acknowledge(through: max(since, s.prunedThrough))
-                for seq in inbox.seqs {
-                    let change = s.log[Int(seq - firstSeq)]
-                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
-                        cursor = change.seq - 1
-                        break
-                    }
-                    found.append(change)
-                }
                 s.inboxes[id] = inbox
-            } else {
-                var position = max(0, Int(since + 1 - firstSeq))
-                while position < s.log.count {
-                    let change = s.log[position]
-                    position += 1
-                    if found.count >= limit, let last = found.last, change.transaction != last.transaction {
-                        cursor = change.seq - 1
-                        break
-                    }
-                    if observer.receives(change) { found.append(change) }
+            }
+            var (found, cursor) = s.page(id, observer, after: since, limit: limit)
+            if coalesce {
+                found = Change.coalesce(found)
+                while found.isEmpty && cursor < s.lastSeq {
+                    (found, cursor) = s.page(id, observer, after: cursor, limit: limit)
+                    found = Change.coalesce(found)
                 }
             }
-            if found.isEmpty, let park, let waiter = park() {
+            if found.isEmpty, let park, displacing || s.waiters[id] == nil, let waiter = park() {
                 let displaced = s.waiters.updateValue(waiter, forKey: id)
                 return (.parked, displaced)
             }

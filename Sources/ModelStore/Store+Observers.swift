@@ -40,24 +40,24 @@ extension Store {
     /// Records that observer `id` read `keys` in a response reflecting every
     /// change up to `seq`, persisting the reads that are new.
     public func track(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double = Date().timeIntervalSince1970) throws {
-        switch registry.track(id, keys: keys, at: seq, now: now) {
+        // A read that adds nothing (the same resource again) stores nothing.
+        if registry.touch(id, now: now, hasRead: keys) { return }
+        // Under the writer lock, so that no commit runs between the moment
+        // the reads are worked out and the moment they take effect: a commit
+        // stores the reads its inserts imply for the readers the registry
+        // knows, and a read tracked after it replays those inserts and
+        // stores what they imply with the read itself.
+        let result = try writer.withLock { storage in
+            try registry.track(id, keys: keys, at: seq, now: now) { added in
+                try storage.transaction { try storage.addReads(added.map { (id, $0.0, $0.1) }) }
+            }
+        }
+        switch result {
         case .unknownObserver:
             throw ModelError.notFound("no observer \(id)")
         case .tooManyReads(let limit):
             throw ModelError.unprocessable("observer \(id) would track more than \(limit) properties; clear its reads first")
-        case .tracked(let added, let waiter):
-            if !added.isEmpty {
-                try writer.withLock { storage in
-                    try storage.begin()
-                    do {
-                        try storage.addReads(added.map { (id, $0.0, $0.1) })
-                        try storage.commit()
-                    } catch {
-                        storage.rollback()
-                        throw error
-                    }
-                }
-            }
+        case .tracked(_, let waiter):
             if let waiter, let wake = wakeHandler { wake([(id, waiter)]) }
         }
     }

@@ -227,9 +227,9 @@ public final class Store: Sendable {
     private func append(_ change: Change, to storage: any ModelStorage) throws {
         try storage.append(change)
         // Whoever reads a collection has read the elements it is told about.
-        // The registry knows every read (it records one before persisting it,
-        // and persisting takes this same lock), so it names the receivers;
-        // one that has just been deleted is skipped by the EXISTS.
+        // Reads are tracked under this same lock (`track`), so the readers
+        // the registry names now are those `publish` reaches; one that has
+        // just been deleted is skipped by the EXISTS.
         guard !change.impliedReads.isEmpty else { return }
         var receivers = Set<String>()
         for key in change.keys { receivers.formUnion(registry.readers(of: key, before: change.seq)) }

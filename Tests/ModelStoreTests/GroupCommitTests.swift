@@ -94,10 +94,17 @@ import Testing
                                                   fields: FoodTruck.orders.creatableFields, requireAll: true))
     }
 
-    /// The order an answer holds, read with Foundation's parser.
+    /// A new donut, as `POST /truck/donuts` makes it.
+    static func donut(_ name: String) throws -> PreparedWrite<Answer> {
+        FoodTruck.donuts.create(try ValidatedBody(JSONObject(["name": .string(name)]), fields: FoodTruck.donuts.creatableFields,
+                                                  requireAll: true))
+    }
+
+    /// The id and quantity (0 for a donut) of the element an answer holds,
+    /// read with Foundation's parser.
     static func order(in answer: Answer) throws -> (id: String, quantity: Int64) {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(answer.body ?? [])) as? [String: Any])
-        return (try #require(object["id"] as? String), Int64(try #require(object["quantity"] as? Int)))
+        return (try #require(object["id"] as? String), Int64(object["quantity"] as? Int ?? 0))
     }
 
     static func orderRows(_ store: Store) throws -> Int64 {

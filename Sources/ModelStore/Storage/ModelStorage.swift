@@ -88,3 +88,18 @@ public struct TableLayout: Sendable {
         orderBy = resource.orderBy
     }
 }
+
+extension ModelStorage {
+    /// Runs `body` between `begin` and `commit`; rolls back when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try begin()
+        do {
+            let result = try body()
+            try commit()
+            return result
+        } catch {
+            rollback()
+            throw error
+        }
+    }
+}
