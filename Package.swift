@@ -25,11 +25,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .target(name: "Locks"),
+        .target(name: "Concurrency"),
         .target(
             name: "HTTPServer",
             dependencies: [
-                "CMicroHTTPD", "Locks",
+                "CMicroHTTPD", "Concurrency",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -37,14 +37,14 @@ let package = Package(
         .target(name: "JSON"),
         .target(
             name: "ModelObservation",
-            dependencies: ["Locks", .product(name: "DequeModule", package: "swift-collections")]
+            dependencies: ["Concurrency", .product(name: "DequeModule", package: "swift-collections")]
         ),
         // The engine: model declarations, their representation, writes and
         // change recording, group commit, and the storage interface.
         .target(
             name: "ModelStore",
             dependencies: [
-                "ModelObservation", "SQLiteStore", "JSON", "Locks",
+                "ModelObservation", "SQLiteStore", "JSON", "Concurrency",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -53,14 +53,14 @@ let package = Package(
         .target(
             name: "Models",
             dependencies: [
-                "ModelStore", "JSON", "ModelObservation", "Locks",
+                "ModelStore", "JSON", "ModelObservation", "Concurrency",
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .target(
             name: "API",
             dependencies: [
-                "Models", "ModelStore", "HTTPServer", "ModelObservation", "JSON", "Locks",
+                "Models", "ModelStore", "HTTPServer", "ModelObservation", "JSON", "Concurrency",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

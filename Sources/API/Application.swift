@@ -3,7 +3,7 @@ import HTTPServer
 import Logging
 import ModelStore
 import Models
-import Locks
+import Concurrency
 import Synchronization
 
 /// The whole service: store, API and HTTP daemon, started and stopped together.
@@ -29,7 +29,7 @@ public final class Application: Sendable {
     let configuration: Configuration
     let logger: Logger
     private let running = Atomic<Bool>(false)
-    private let housekeepingDone = Locked<Bool>(false)
+    private let housekeeping = Locked<ServiceThread?>(nil)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "observable")) throws {
         self.configuration = configuration
@@ -54,18 +54,11 @@ public final class Application: Sendable {
         store.startBackgroundWork()
         running.store(true, ordering: .releasing)
         let interval = configuration.housekeepingInterval
-        BackgroundThread.start(name: "observable.housekeeping") { [self] in
-            // Short naps, so that stopping does not wait for a whole interval.
-            var next = Date().addingTimeInterval(interval)
-            while running.load(ordering: .acquiring) {
-                BackgroundThread.sleep(seconds: 0.05)
-                if running.load(ordering: .acquiring) && Date() >= next {
-                    store.maintain()
-                    next = Date().addingTimeInterval(interval)
-                }
-            }
-            housekeepingDone.withLock { $0 = true }
+        let thread = ServiceThread.start(name: "observable.housekeeping") { [store] thread in
+            // A stop wakes it: it does not wait for the interval to end.
+            while !thread.sleep(seconds: interval) { store.maintain() }
         }
+        housekeeping.withLock { $0 = thread }
         logger.info("observable-server listening on \(configuration.http.host):\(port), database \(configuration.store.databasePath)")
     }
 
@@ -75,8 +68,7 @@ public final class Application: Sendable {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         daemon.stop()
         store.stopBackgroundWork()
-        BackgroundThread.sleep(until: { housekeepingDone.withLock { $0 } },
-                               timeout: .seconds(configuration.housekeepingInterval + 2), step: 0.01)
+        housekeeping.withLock { $0 }?.stop(timeout: .seconds(configuration.housekeepingInterval + 2))
         store.close()
         logger.info("observable-server stopped")
     }

@@ -2,7 +2,7 @@ import HTTPServer
 import JSON
 import ModelObservation
 import ModelStore
-import Locks
+import Concurrency
 
 /// The long-polling change feed: answers `GET /observers/{id}/changes` at
 /// once when there is something to say, parks it otherwise, and answers
@@ -73,7 +73,7 @@ final class ChangeFeed: Sendable {
             waiter.parked.withLock { $0 = parked }
             return waiter
         } : nil
-        let (result, displaced) = registry.poll(observer, since: since, limit: limit, coalesce: coalesce, now: Clock.now, park: park)
+        let (result, displaced) = registry.poll(observer, since: since, limit: limit, coalesce: coalesce, now: ServerClock.wallSeconds, park: park)
         if let displaced = displaced as? ParkedPoll, let connection = displaced.connection {
             // One parked poll per observer: the newer one takes the place.
             let cursor = displaced.since ?? registry.observer(observer)?.cursor ?? registry.lastSeq
@@ -96,7 +96,7 @@ final class ChangeFeed: Sendable {
             // deadline sets `expired` before it withdraws the waiter), and
             // not in place of a newer poll.
             let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce,
-                                            now: Clock.now, displacing: false,
+                                            now: ServerClock.wallSeconds, displacing: false,
                                             park: { poll.expired.withLock { $0 } ? nil : poll })
             if case .parked = result { continue }
             answers.append((connection, poll.finish(Self.response(for: result))))
@@ -119,7 +119,7 @@ final class ChangeFeed: Sendable {
 
     /// What a parked poll answers now: its changes, or none with the cursor.
     private func answer(_ poll: ParkedPoll) -> HTTPResponse {
-        let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: Clock.now)
+        let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: ServerClock.wallSeconds)
         return poll.finish(Self.response(for: result))
     }
 

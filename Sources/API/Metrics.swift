@@ -1,4 +1,4 @@
-import Locks
+import Concurrency
 import Synchronization
 
 /// Request counters for `/metrics`, in the Prometheus text format.

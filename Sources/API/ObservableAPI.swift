@@ -1,3 +1,4 @@
+import Concurrency
 import HTTPServer
 import JSON
 import ModelObservation
@@ -67,7 +68,7 @@ public final class ObservableAPI: Sendable {
         // A HEAD shows no values, so its observer has read nothing; it is
         // still a use of the observer.
         if let observer, request.method == "HEAD" {
-            _ = store.registry.touch(observer, now: Clock.now)
+            _ = store.registry.touch(observer, now: ServerClock.wallSeconds)
         } else if let observer {
             try store.track(representation.reads, by: observer, at: snapshot.state.seq)
         }

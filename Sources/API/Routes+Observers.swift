@@ -1,3 +1,4 @@
+import Concurrency
 import HTTPServer
 import JSON
 import ModelObservation
@@ -14,12 +15,12 @@ extension ObservableAPI {
             guard Store.observerTTLRange.contains(Int(clamping: ttl)) else {
                 throw APIError(422, "ttlSeconds must be between 1 and 86400")
             }
-            let observer = try store.createObserver(ttlSeconds: Int(ttl), now: Clock.now)
+            let observer = try store.createObserver(ttlSeconds: Int(ttl), now: ServerClock.wallSeconds)
             return .response(Self.answer(Answer(status: 201, body: JSONWriter.bytes(Self.json(observer)), location: "/observers/" + observer.id)))
         }
         router.get("/observers/:id") { [self] context in
             let id = context.parameter("id")
-            guard store.registry.touch(id, now: Clock.now), let observer = store.registry.observer(id) else {
+            guard store.registry.touch(id, now: ServerClock.wallSeconds), let observer = store.registry.observer(id) else {
                 throw APIError(404, "no observer \(id)")
             }
             return .response(Self.json(JSONWriter.bytes(Self.json(observer)), request: context.request, cursor: store.registry.lastSeq))
@@ -30,7 +31,7 @@ extension ObservableAPI {
             return .response(Self.answer(.noContent))
         }
         router.delete("/observers/:id/reads", access: .read) { [self] context in
-            try store.clearReads(of: context.parameter("id"), now: Clock.now)
+            try store.clearReads(of: context.parameter("id"), now: ServerClock.wallSeconds)
             return .response(Self.answer(.noContent))
         }
         router.get(ChangeFeed.route) { [self] context in

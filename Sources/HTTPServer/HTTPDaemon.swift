@@ -5,7 +5,7 @@ import FoundationEssentials
 import Glibc
 #endif
 import Logging
-import Locks
+import Concurrency
 import Synchronization
 
 /// The HTTP server: libmicrohttpd with epoll and an internal thread pool.

@@ -1,5 +1,5 @@
 internal import CMicroHTTPD
-import Locks
+import Concurrency
 
 /// A connection suspended by a long-poll, waiting for its answer.
 ///

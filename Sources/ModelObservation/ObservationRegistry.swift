@@ -1,5 +1,5 @@
 import DequeModule
-import Locks
+import Concurrency
 
 /// Knows every observer and the property keys it has read, indexes the
 /// reverse (key → observers), and keeps the recent change log in memory.

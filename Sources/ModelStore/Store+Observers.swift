@@ -1,3 +1,4 @@
+import Concurrency
 import FoundationEssentials
 import ModelObservation
 
@@ -6,7 +7,7 @@ extension Store {
     public static let observerTTLRange = 1...86_400
 
     /// Creates an observer whose cursor is the current `seq`.
-    public func createObserver(ttlSeconds: Int = Store.defaultObserverTTL, now: Double = Date().timeIntervalSince1970) throws -> ObserverSnapshot {
+    public func createObserver(ttlSeconds: Int = Store.defaultObserverTTL, now: Double = ServerClock.wallSeconds) throws -> ObserverSnapshot {
         guard Self.observerTTLRange.contains(ttlSeconds) else {
             throw ModelError.unprocessable("ttlSeconds must be between 1 and 86400")
         }
@@ -30,7 +31,7 @@ extension Store {
     }
 
     /// Forgets every read of an observer.
-    public func clearReads(of id: String, now: Double = Date().timeIntervalSince1970) throws {
+    public func clearReads(of id: String, now: Double = ServerClock.wallSeconds) throws {
         try writer.withLock { storage in
             guard registry.clearReads(id, now: now) else { throw ModelError.notFound("no observer \(id)") }
             try storage.clearReads(of: id)
@@ -39,7 +40,7 @@ extension Store {
 
     /// Records that observer `id` read `keys` in a response reflecting every
     /// change up to `seq`, persisting the reads that are new.
-    public func track(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double = Date().timeIntervalSince1970) throws {
+    public func track(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double = ServerClock.wallSeconds) throws {
         // A read that adds nothing (the same resource again) stores nothing.
         if registry.touch(id, now: now, hasRead: keys) { return }
         // Under the writer lock, so that no commit runs between the moment

@@ -2,7 +2,7 @@ import FoundationEssentials
 import JSON
 import Logging
 import ModelObservation
-import Locks
+import Concurrency
 import SQLiteStore
 
 /// The models' state, persisted in SQLite and observed through the registry.
@@ -37,7 +37,8 @@ public final class Store: Sendable {
     private let current: Locked<Snapshot>
     /// Writes waiting for the next group commit.
     private let queue = WriteQueue()
-    private let committerDone = Locked(false)
+    /// Commits the writes that gather while another commit runs (set once, in `init`).
+    private let committer = Locked<ServiceThread?>(nil)
     private let commits = Locked<(transactions: Int64, writes: Int64)>((0, 0))
     private let wake: Locked<Wake?>
     public let logger: Logger
@@ -132,8 +133,9 @@ public final class Store: Sendable {
     /// Most writes committed in one transaction.
     static let batchLimit = 128
 
+    /// Starts the commit thread: it ends once the queue is closed and empty.
     private func startCommitting() {
-        BackgroundThread.start(name: "observable.commit") { [weak self, queue, committerDone] in
+        let thread = ServiceThread.start(name: "observable.commit") { [weak self, queue] _ in
             while let batch = queue.take(limit: Self.batchLimit) {
                 guard let self else {
                     for write in batch {
@@ -144,8 +146,8 @@ public final class Store: Sendable {
                 }
                 self.commit(batch)
             }
-            committerDone.withLock { $0 = true }
         }
+        committer.withLock { $0 = thread }
     }
 
     /// Commits `batch`: in one transaction when it can, else each write in
@@ -275,7 +277,7 @@ public final class Store: Sendable {
 
     /// Prunes the change log to its retained size, drops observers past their
     /// TTL and persists observers' cursors and last use. Run every second.
-    public func maintain(now: Double = Date().timeIntervalSince1970) {
+    public func maintain(now: Double = ServerClock.wallSeconds) {
         let prunedThrough = registry.oldestAvailableSeq
         let expired = registry.expire(now: now)
         let dirty = registry.takeDirty(now: now)
@@ -294,7 +296,7 @@ public final class Store: Sendable {
     public func close() {
         queue.close()
         // Unbounded: an acknowledged write must not be cut off by closing.
-        BackgroundThread.sleep(until: { committerDone.withLock { $0 } }, timeout: nil)
+        committer.withLock { $0 }?.join()
         maintain()
         writer.withLock { $0.close() }
     }

@@ -1,6 +1,5 @@
-import Dispatch
 import HeapModule
-import Locks
+import Concurrency
 
 /// Advances server-driven jobs from one thread, whatever their number.
 ///
@@ -43,12 +42,10 @@ final class JobScheduler: Sendable {
     }
 
     private let queue = Locked(Queue())
-    /// Signalled when the earliest due time moves earlier, or to stop.
-    private let wakeup = DispatchSemaphore(value: 0)
-    /// Signalled by the thread when it has finished.
-    private let finished = DispatchSemaphore(value: 0)
+    /// The thread, once started; woken when the earliest due time moves earlier.
+    private let thread = Locked<ServiceThread?>(nil)
 
-    static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+    static var now: UInt64 { ServerClock.now.nanoseconds }
 
     /// Starts the thread; jobs scheduled before start wait for it.
     func start(advance: @escaping Advance) {
@@ -58,10 +55,8 @@ final class JobScheduler: Sendable {
             return true
         }
         guard begin else { return }
-        BackgroundThread.start(name: "observable.jobs") { [self] in
-            run(advance)
-            finished.signal()
-        }
+        let started = ServiceThread.start(name: "observable.jobs") { [self] thread in run(advance, on: thread) }
+        thread.withLock { $0 = started }
     }
 
     /// Stops the thread promptly, after the tick in flight (if any) has
@@ -72,8 +67,7 @@ final class JobScheduler: Sendable {
             return queue.phase == .running
         }
         guard wasRunning else { return }
-        wakeup.signal()
-        finished.wait()
+        thread.withLock { $0 }?.stop()
     }
 
     /// Advances job `id` every `intervalMs`, the first time one interval from
@@ -88,7 +82,7 @@ final class JobScheduler: Sendable {
             queue.heap.insert(Entry(due: due, id: id))
             return earliest.map { due < $0 } ?? true
         }
-        if isEarliest { wakeup.signal() }
+        if isEarliest { thread.withLock { $0 }?.wake() }
     }
 
     /// Stops advancing job `id`.
@@ -99,17 +93,15 @@ final class JobScheduler: Sendable {
     /// The number of jobs waiting for their next advance.
     var scheduledCount: Int { queue.withLock { $0.scheduled.count } }
 
-    private func run(_ advance: Advance) {
+    private func run(_ advance: Advance, on thread: ServiceThread) {
         while true {
             switch nextStep() {
             case .stop:
                 return
             case .wait(let deadline):
-                if let deadline {
-                    _ = wakeup.wait(timeout: DispatchTime(uptimeNanoseconds: deadline))
-                } else {
-                    wakeup.wait()
-                }
+                // With nothing scheduled, an hour at a time: `schedule` and `stop` wake it.
+                let until = deadline.map { ServerClock.Instant(nanoseconds: $0) } ?? ServerClock.now.advanced(by: .seconds(3600))
+                if thread.sleep(until: until) { return }
             case .tick(let entries):
                 guard !entries.isEmpty else { continue }
                 let running = advance(entries.map(\.id))
