@@ -13,7 +13,7 @@ public enum DotGrid {
     static let rowsKey = PropertyKey("/grid/rows")
 
     public static let dots = Resource.collection("dots", element: "dot", at: "/grid/dots", allowing: [.get, .patch],
-                                                 positioned: false, orderBy: "grid_row, grid_col") {
+                                                 positioned: false, orderBy: "grid_row, grid_col", tag: "dot grid") {
         Field.integer("row", column: "grid_row", access: .hidden)
         Field.integer("col", column: "grid_col", access: .hidden)
         Field.boolean("isTapAnimated", default: false)

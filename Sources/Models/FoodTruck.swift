@@ -5,7 +5,7 @@ import ModelStore
 /// of donuts and its orders, and the number of orders, computed.
 public enum FoodTruck {
     public static let donuts = Resource.collection("donuts", element: "donut", at: "/truck/donuts",
-                                                   allowing: [.list, .create, .get, .patch, .delete]) {
+                                                   allowing: [.list, .create, .get, .patch, .delete], tag: "food truck") {
         Field.text("name")
         Field.text("dough", default: "plain")
         Field.text("glaze", nullable: true)
@@ -14,16 +14,18 @@ public enum FoodTruck {
 
     /// Orders stay when their donut leaves the menu, as a record of sales.
     public static let orders = Resource.collection("orders", element: "order", at: "/truck/orders",
-                                                   allowing: [.list, .create, .get, .delete], checkCreate: onTheMenu) {
-        Field.text("donutId", access: .createOnly, limits: nil)
+                                                   allowing: [.list, .create, .get, .delete], checkCreate: onTheMenu,
+                                                   tag: "food truck") {
+        Field.text("donutId", access: .createOnly, limits: nil,
+                   description: "The donut ordered; it must be on the menu, and the order is kept when it leaves.")
         Field.integer("quantity", access: .createOnly, range: 1...1000)
     }
 
-    public static let truck = Resource.singleton("truck", at: "/truck", allowing: [.get, .patch]) {
+    public static let truck = Resource.singleton("truck", at: "/truck", allowing: [.get, .patch], tag: "food truck") {
         Field.text("name")
         donuts
         orders
-        Computed("orderCount") { state, _ in .int(Int64(state[orders].count)) }
+        Computed("orderCount", .integer, description: "The number of orders") { state, _ in .int(Int64(state[orders].count)) }
     }
 
     @Sendable static func onTheMenu(_ state: ModelState, _ order: Record) throws {
@@ -35,7 +37,7 @@ public enum FoodTruck {
 /// The signed-in user, if any (seed: `Environment(Account.self)`).
 public enum Account {
     public static let account = Resource.singleton("account", at: "/account", allowing: [.get]) {
-        Field.text("userName", nullable: true)
+        Field.text("userName", nullable: true, access: .serverOnly, description: "`null` when nobody is signed in.")
     }
 
     static let actions = [

@@ -12,8 +12,10 @@ public enum Jobs {
         /// What the server adds every `intervalMs`; null for a job whose progress clients report.
         Field.integer("step", nullable: true, access: .hidden)
         Field.integer("intervalMs", nullable: true, access: .hidden)
-        Computed("progress") { _, job in ["current": job["current"], "total": job["total"]] }
-        Computed("isComplete") { _, job in .bool(job.int("current") >= job.int("total")) }
+        Computed("progress", .schema("Progress")) { _, job in ["current": job["current"], "total": job["total"]] }
+        Computed("isComplete", .boolean, description: "`progress.current == progress.total`; turns true once") { _, job in
+            .bool(job.int("current") >= job.int("total"))
+        }
     }
 
     /// Advances the jobs the server drives, from one thread.

@@ -4,15 +4,16 @@ import ModelStore
 /// The memory game (Stanford CS193p, lecture 3): pairs of cards face down,
 /// turned up two at a time until every pair is matched.
 public enum MemoryGame {
-    public static let cards = Resource.collection("cards", element: "card", at: "cards", allowing: [.get]) {
-        Field.text("content", access: .serverOnly, limits: nil)
+    public static let cards = Resource.collection("cards", element: "card", at: "cards", allowing: [.get], tag: "memory game") {
+        Field.text("content", access: .serverOnly, limits: nil, description: "The pair's emoji; never changes.")
         Field.boolean("isFaceUp", default: false, access: .serverOnly)
         Field.boolean("isMatched", default: false, access: .serverOnly)
     }
 
-    public static let games = Resource.collection("games", element: "game", at: "/games", allowing: [.list, .get, .delete]) {
+    public static let games = Resource.collection("games", element: "game", at: "/games", allowing: [.list, .get, .delete],
+                                                  tag: "memory game") {
         cards
-        Computed("isOver") { _, game in .bool(game[cards].values.allSatisfy { $0.bool("isMatched") }) }
+        Computed("isOver", .boolean, description: "True when every card is matched") { _, game in .bool(game[cards].values.allSatisfy { $0.bool("isMatched") }) }
     }
 
     /// Distinct card contents, one per pair.

@@ -6,12 +6,16 @@ import ModelStore
 /// order, dealt into columns.
 public enum Posts {
     public static let posts = Resource.collection("posts", element: "post", at: "/posts", allowing: [.list, .create, .get, .delete]) {
-        Field.text("imageURL", access: .createOnly, limits: TextLimits(maxLength: 2048, allowsBlank: true), rules: [imageURL])
-        Field.number("height", access: .createOnly, rules: [{ name, value in
-            guard case .double(let height) = value, height > 0, height <= 100_000 else {
-                throw ModelError.unprocessable("\(name) must be a number above 0 and at most 100000")
-            }
-        }])
+        Field.text("imageURL", access: .createOnly, limits: TextLimits(maxLength: 2048, allowsBlank: true), rules: [imageURL],
+                   schema: "ImageURL")
+        Field.number("height", access: .createOnly, rules: [height], schema: "Height")
+    }
+
+    /// Above 0 and at most 100,000.
+    @Sendable static func height(_ name: String, _ value: JSONValue) throws {
+        guard case .double(let height) = value, height > 0, height <= 100_000 else {
+            throw ModelError.unprocessable("\(name) must be a number above 0 and at most 100000")
+        }
     }
 
     /// An `http` or `https` URL with a host.

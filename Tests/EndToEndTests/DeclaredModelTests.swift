@@ -16,7 +16,7 @@ enum TodoList {
 
     static let list = Resource.singleton("todo", at: "/todo", allowing: [.get]) {
         items
-        Computed("openCount") { state, _ in .int(Int64(state[items].values.count { !$0.bool("isDone") })) }
+        Computed("openCount", .integer) { state, _ in .int(Int64(state[items].values.count { !$0.bool("isDone") })) }
     }
 
     static let migration = """
@@ -90,6 +90,17 @@ enum TodoList {
         #expect(removed.first?["path"] == "/todo/items")
         #expect(try client.get("/todo/items/\(id)").status == 404)
         #expect(try client.get("/todo/openCount").json == ["openCount": 0])
+    }
+
+    @Test func aDeclaredModelsPartOfTheOpenAPIDocumentComesFromItsDeclaration() throws {
+        let server = try Self.server()
+        let document = try server.client.get("/openapi.yaml").text
+        for line in ["  /todo/items:", "      operationId: listItems", "      operationId: createItem", "  /todo/items/{id}:",
+                     "      operationId: updateItem", "      operationId: deleteItem", "  /todo/openCount:",
+                     "    ItemSelection:", "    TodoSelection:", "        isDone:", "    ItemIdPath:"]
+        {
+            #expect(document.contains("\n" + line + "\n"), "\(line) is missing")
+        }
     }
 
     @Test func aDeclaredModelSurvivesARestart() throws {

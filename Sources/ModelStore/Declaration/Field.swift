@@ -33,10 +33,17 @@ public struct Field: Sendable {
     public let defaultValue: JSONValue?
     public let access: Access
     let rules: [Rule]
+    /// What the API reference says of it, beyond its type and rules.
+    public let description: String?
+    /// A schema of the API reference that states rules no keyword derived
+    /// from the declaration can (a URL's form), used for request bodies.
+    public let schema: String?
 
     public init(_ name: String, _ kind: Kind, column: String? = nil, nullable: Bool = false, default defaultValue: JSONValue? = nil,
-                access: Access = .writable, rules: [Rule] = [])
+                access: Access = .writable, rules: [Rule] = [], description: String? = nil, schema: String? = nil)
     {
+        self.description = description
+        self.schema = schema
         self.name = name
         self.column = column ?? Self.snakeCase(name)
         self.kind = kind
@@ -53,15 +60,18 @@ public struct Field: Sendable {
 
     /// Text; by default not blank and at most 200 characters.
     public static func text(_ name: String, column: String? = nil, nullable: Bool = false, default value: String? = nil,
-                            access: Access = .writable, limits: TextLimits? = .standard, rules: [Rule] = []) -> Field
+                            access: Access = .writable, limits: TextLimits? = .standard, rules: [Rule] = [],
+                            description: String? = nil, schema: String? = nil) -> Field
     {
-        Field(name, .text, column: column, nullable: nullable, default: value.map(JSONValue.string), access: access,
-              rules: (limits.map { [$0.rule] } ?? []) + rules)
+        var field = Field(name, .text, column: column, nullable: nullable, default: value.map(JSONValue.string), access: access,
+                          rules: (limits.map { [$0.rule] } ?? []) + rules, description: description, schema: schema)
+        field.limits = limits
+        return field
     }
 
     /// A whole number, optionally within `range`.
     public static func integer(_ name: String, column: String? = nil, nullable: Bool = false, default value: Int64? = nil,
-                               access: Access = .writable, range: ClosedRange<Int64>? = nil) -> Field
+                               access: Access = .writable, range: ClosedRange<Int64>? = nil, description: String? = nil) -> Field
     {
         let rules: [Rule] = range.map { range in
             [{ name, value in
@@ -70,21 +80,36 @@ public struct Field: Sendable {
                 }
             }]
         } ?? []
-        return Field(name, .integer, column: column, nullable: nullable, default: value.map(JSONValue.int), access: access, rules: rules)
+        var field = Field(name, .integer, column: column, nullable: nullable, default: value.map(JSONValue.int), access: access,
+                          rules: rules, description: description)
+        field.range = range
+        return field
     }
 
     /// A number, whole or not.
-    public static func number(_ name: String, column: String? = nil, access: Access = .writable, rules: [Rule] = []) -> Field {
-        Field(name, .number, column: column, access: access, rules: rules)
+    public static func number(_ name: String, column: String? = nil, access: Access = .writable, rules: [Rule] = [],
+                              description: String? = nil, schema: String? = nil) -> Field
+    {
+        Field(name, .number, column: column, access: access, rules: rules, description: description, schema: schema)
     }
 
-    public static func boolean(_ name: String, column: String? = nil, default value: Bool? = nil, access: Access = .writable) -> Field {
-        Field(name, .boolean, column: column, default: value.map(JSONValue.bool), access: access)
+    public static func boolean(_ name: String, column: String? = nil, default value: Bool? = nil, access: Access = .writable,
+                               description: String? = nil) -> Field
+    {
+        Field(name, .boolean, column: column, default: value.map(JSONValue.bool), access: access, description: description)
     }
+
+    /// The text limits and integer range, kept for the API reference.
+    var limits: TextLimits?
+    var range: ClosedRange<Int64>?
 
     /// This field, required in a body whatever its default (an action's input).
     public var required: Field {
-        Field(name, kind, column: column, nullable: false, default: Optional<JSONValue>.none, access: .writable, rules: rules)
+        var field = Field(name, kind, column: column, nullable: false, default: Optional<JSONValue>.none, access: .writable,
+                          rules: rules, description: description, schema: schema)
+        field.limits = limits
+        field.range = range
+        return field
     }
 
     /// Whether a create must name it.
@@ -136,11 +161,24 @@ public struct TextLimits: Sendable {
 /// A property whose value is a function of the state: reported under its
 /// own path when its value changes, with old and new.
 public struct Computed: Sendable {
+    /// What a computed value is, for the API reference.
+    public enum ValueType: Sendable {
+        case integer, boolean, number, text
+        /// A schema of the API reference (an object's shape).
+        case schema(String)
+    }
+
     public let name: String
+    public let type: ValueType
+    public let description: String?
     let value: @Sendable (ModelState, Record) -> JSONValue
 
-    public init(_ name: String, _ value: @escaping @Sendable (ModelState, Record) -> JSONValue) {
+    public init(_ name: String, _ type: ValueType, description: String? = nil,
+                _ value: @escaping @Sendable (ModelState, Record) -> JSONValue)
+    {
         self.name = name
+        self.type = type
+        self.description = description
         self.value = value
     }
 }

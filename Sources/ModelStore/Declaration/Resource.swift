@@ -59,10 +59,14 @@ public final class Resource: Sendable {
     /// (an order needs a donut on the menu).
     let checkCreate: (@Sendable (ModelState, Record) throws -> Void)?
 
+    /// The group its operations are listed under in the API reference.
+    public let tag: String
+
     init(kind: Kind, name: String, elementName: String, path: String, table: String, operations: Set<Operation>,
          positioned: Bool, orderBy: String?, checkCreate: (@Sendable (ModelState, Record) throws -> Void)?,
-         members: [Member])
+         tag: String?, members: [Member])
     {
+        self.tag = tag ?? name
         self.kind = kind
         self.name = name
         self.elementName = elementName
@@ -99,19 +103,19 @@ public final class Resource: Sendable {
     /// A collection of elements with server-made ids.
     public static func collection(_ name: String, element: String, at path: String, table: String? = nil,
                                   allowing operations: Set<Operation> = [], positioned: Bool = true, orderBy: String? = nil,
-                                  checkCreate: (@Sendable (ModelState, Record) throws -> Void)? = nil,
+                                  checkCreate: (@Sendable (ModelState, Record) throws -> Void)? = nil, tag: String? = nil,
                                   @MemberBuilder _ members: () -> [Member]) -> Resource
     {
         Resource(kind: .collection, name: name, elementName: element, path: path, table: table ?? name, operations: operations,
-                 positioned: positioned, orderBy: orderBy, checkCreate: checkCreate, members: members())
+                 positioned: positioned, orderBy: orderBy, checkCreate: checkCreate, tag: tag, members: members())
     }
 
     /// One object that always exists, stored in the row `id = 1` of its table.
     public static func singleton(_ name: String, at path: String, table: String? = nil, allowing operations: Set<Operation> = [],
-                                 @MemberBuilder _ members: () -> [Member]) -> Resource
+                                 tag: String? = nil, @MemberBuilder _ members: () -> [Member]) -> Resource
     {
         Resource(kind: .singleton, name: name, elementName: name, path: path, table: table ?? name, operations: operations,
-                 positioned: false, orderBy: nil, checkCreate: nil, members: members())
+                 positioned: false, orderBy: nil, checkCreate: nil, tag: tag, members: members())
     }
 
     /// The names `?fields=` may select: `id` for elements, then every shown member.

@@ -1,0 +1,379 @@
+import JSON
+
+/// A model's part of the OpenAPI document, derived from its declaration:
+/// the operations of the routes it allows, its schemas and its parameters.
+/// They refer to the document's shared components (`Id`, `Text`,
+/// `ObserverHeader`, `NotFound`, …), which the document itself declares.
+extension Resource {
+    /// Its operations, as entries of `paths:` (indented by two spaces).
+    public func openAPIPaths() -> String {
+        var yaml = YAMLLines()
+        switch kind {
+        case .singleton:
+            yaml.line(1, "\(path):")
+            if operations.contains(.get) { readOperation(&yaml, id: "get\(schemaName)", summary: "Read the \(name)", schema: selectionName) }
+            if operations.contains(.patch) { patchOperation(&yaml) }
+            for computed in computed where operations.contains(.get) {
+                yaml.line(1, "\(path)/\(computed.name):")
+                computedOperation(&yaml, computed)
+            }
+        case .collection:
+            if operations.contains(.list) || operations.contains(.create) {
+                yaml.line(1, "\(path):")
+                if operations.contains(.list) { listOperation(&yaml) }
+                if operations.contains(.create) { createOperation(&yaml) }
+            }
+            let element = operations.subtracting([.list, .create])
+            if !element.isEmpty {
+                yaml.line(1, "\(path)/{id}:")
+                yaml.line(2, "parameters:")
+                yaml.line(3, "- $ref: \"#/components/parameters/\(schemaName)IdPath\"")
+                if element.contains(.get) {
+                    readOperation(&yaml, id: "get\(schemaName)", summary: "Read a\(article) \(elementName)", schema: selectionName)
+                }
+                if element.contains(.patch) { patchOperation(&yaml) }
+                if element.contains(.delete) { deleteOperation(&yaml) }
+            }
+            for nested in nested where nested.operations.contains(.get) {
+                yaml.line(1, "\(path)/{id}/\(nested.path)/{\(nested.elementName)Id}:")
+                yaml.line(2, "parameters:")
+                yaml.line(3, "- $ref: \"#/components/parameters/\(schemaName)IdPath\"")
+                yaml.line(3, "- $ref: \"#/components/parameters/\(nested.schemaName)IdPath\"")
+                nested.readOperation(&yaml, id: "get\(nested.schemaName)", summary: "Read a\(nested.article) \(nested.elementName)",
+                                     schema: nested.selectionName)
+            }
+        }
+        return yaml.text
+    }
+
+    /// Its `fields` parameter and, for a collection, its id parameter, as
+    /// entries of `components: parameters:` (indented by four spaces).
+    public func openAPIParameters() -> String {
+        var yaml = YAMLLines()
+        yaml.line(2, "\(schemaName)Fields:")
+        yaml.line(3, "name: fields")
+        yaml.line(3, "in: query")
+        yaml.line(3, "description: Only these fields are answered and tracked\(kind == .collection ? "; `id` is always answered" : "")."
+            + " An unknown name is `400`.")
+        yaml.line(3, "style: form")
+        yaml.line(3, "explode: false")
+        yaml.line(3, "schema:")
+        yaml.line(4, "type: array")
+        yaml.line(4, "minItems: 1")
+        yaml.line(4, "items:")
+        yaml.line(5, "type: string")
+        yaml.line(5, "enum: [\(selectableFields.joined(separator: ", "))]")
+        if kind == .collection {
+            yaml.line(2, "\(schemaName)IdPath:")
+            yaml.line(3, "name: \(path.hasPrefix("/") ? "id" : elementName + "Id")")
+            yaml.line(3, "in: path")
+            yaml.line(3, "required: true")
+            yaml.line(3, "description: A\(article) \(elementName)'s id.")
+            yaml.line(3, "schema:")
+            yaml.line(4, "$ref: \"#/components/schemas/Id\"")
+        }
+        for nested in nested { yaml.text += nested.openAPIParameters() }
+        return yaml.text
+    }
+
+    /// Its representation, whole (`Donut`) and as `fields` selects it
+    /// (`DonutSelection`), as entries of `components: schemas:`.
+    public func openAPISchemas() -> String {
+        var yaml = YAMLLines()
+        for nested in nested { yaml.text += nested.openAPISchemas() }
+        yaml.line(2, "\(selectionName):")
+        yaml.line(3, "description: A\(kind == .collection ? article + " " + elementName : " " + name); with `fields`, only the fields asked for.")
+        yaml.line(3, "type: object")
+        yaml.line(3, "additionalProperties: false")
+        if kind == .collection { yaml.line(3, "required: [id]") }
+        yaml.line(3, "properties:")
+        if kind == .collection {
+            yaml.line(4, "id:")
+            yaml.line(5, "$ref: \"#/components/schemas/Id\"")
+        }
+        for member in members {
+            switch member {
+            case .field(let field) where field.isVisible:
+                yaml.line(4, "\(field.name):")
+                Self.valueSchema(&yaml, field, level: 5)
+            case .field:
+                continue
+            case .computed(let computed):
+                yaml.line(4, "\(computed.name):")
+                Self.computedSchema(&yaml, computed, level: 5)
+            case .collection(let collection):
+                yaml.line(4, "\(collection.name):")
+                yaml.line(5, "type: array")
+                yaml.line(5, "items:")
+                yaml.line(6, "$ref: \"#/components/schemas/\(collection.schemaName)\"")
+            }
+        }
+        yaml.line(2, "\(schemaName):")
+        yaml.line(3, "allOf:")
+        yaml.line(4, "- $ref: \"#/components/schemas/\(selectionName)\"")
+        yaml.line(3, "required: [\(selectableFields.joined(separator: ", "))]")
+        return yaml.text
+    }
+
+    // MARK: - Operations
+
+    /// `Donut`, `Truck`: the schema of the whole representation.
+    public var schemaName: String { (kind == .collection ? elementName : name).capitalizedFirst }
+    var selectionName: String { schemaName + "Selection" }
+    private var article: String { "aeiou".contains(elementName.first ?? "x") ? "n" : "" }
+
+    private func tracking() -> String {
+        switch kind {
+        case .singleton: return "Tracks each field returned, as `\(path)/{field}`; a collection's membership and every field of its elements."
+        case .collection: return "Tracks `\(path)/{id}/{field}` for each field returned."
+        }
+    }
+
+    private func readOperation(_ yaml: inout YAMLLines, id: String, summary: String, schema: String) {
+        yaml.line(2, "get:")
+        header(&yaml, id: id, summary: summary, description: tracking())
+        yaml.line(3, "parameters:")
+        yaml.line(4, "- $ref: \"#/components/parameters/\(schemaName)Fields\"")
+        Self.observerParameters(&yaml)
+        yaml.line(3, "responses:")
+        Self.readResponse(&yaml, description: "The \(kind == .collection ? elementName : name), or its selected fields.") { yaml, level in
+            yaml.line(level, "$ref: \"#/components/schemas/\(schema)\"")
+        }
+        Self.responses(&yaml, ["304": "NotModified", "400": "BadRequest", "401": "Unauthorized", "404": "NotFound",
+                               "422": "TooManyReads", "503": "ServiceUnavailable"])
+    }
+
+    private func listOperation(_ yaml: inout YAMLLines) {
+        yaml.line(2, "get:")
+        header(&yaml, id: "list\(name.capitalizedFirst)", summary: "List the \(name)",
+               description: "Tracks `\(path)` and the selected fields of every \(elementName) returned.")
+        yaml.line(3, "parameters:")
+        yaml.line(4, "- $ref: \"#/components/parameters/\(schemaName)Fields\"")
+        Self.observerParameters(&yaml)
+        yaml.line(3, "responses:")
+        Self.readResponse(&yaml, description: "The \(name), in creation order.") { yaml, level in
+            yaml.line(level, "type: object")
+            yaml.line(level, "additionalProperties: false")
+            yaml.line(level, "required: [\(name)]")
+            yaml.line(level, "properties:")
+            yaml.line(level + 1, "\(name):")
+            yaml.line(level + 2, "type: array")
+            yaml.line(level + 2, "items:")
+            yaml.line(level + 3, "$ref: \"#/components/schemas/\(selectionName)\"")
+        }
+        Self.responses(&yaml, ["304": "NotModified", "400": "BadRequest", "401": "Unauthorized", "404": "NotFound",
+                               "422": "TooManyReads", "503": "ServiceUnavailable"])
+    }
+
+    private func createOperation(_ yaml: inout YAMLLines) {
+        yaml.line(2, "post:")
+        header(&yaml, id: "create\(schemaName)", summary: "Create a\(article) \(elementName)",
+               description: "Changes: `insert \(path)`, whose `new` is the \(elementName).")
+        body(&yaml, creatableFields, requireAll: true)
+        yaml.line(3, "responses:")
+        yaml.line(4, "\"201\":")
+        yaml.line(5, "description: The \(elementName).")
+        yaml.line(5, "headers:")
+        yaml.line(6, "Location:")
+        yaml.line(7, "$ref: \"#/components/headers/Location\"")
+        yaml.line(6, "ETag:")
+        yaml.line(7, "$ref: \"#/components/headers/ETag\"")
+        Self.jsonContent(&yaml, level: 5) { $0.line($1, "$ref: \"#/components/schemas/\(schemaName)\"") }
+        Self.responses(&yaml, ["400": "BadRequest", "401": "Unauthorized", "413": "ContentTooLarge", "422": "UnprocessableContent",
+                               "503": "ServiceUnavailable"])
+    }
+
+    private func patchOperation(_ yaml: inout YAMLLines) {
+        let fields = patchableFields
+        yaml.line(2, "patch:")
+        header(&yaml, id: "update\(schemaName)", summary: "Change fields of the \(kind == .collection ? elementName : name)",
+               description: "`{}` changes nothing. Changes: one `set` of each field whose value changed, in one transaction.")
+        yaml.line(3, "parameters:")
+        yaml.line(4, "- $ref: \"#/components/parameters/IfMatch\"")
+        body(&yaml, fields, requireAll: false)
+        yaml.line(3, "responses:")
+        yaml.line(4, "\"200\":")
+        yaml.line(5, "description: The whole \(kind == .collection ? elementName : name) after the change.")
+        yaml.line(5, "headers:")
+        yaml.line(6, "ETag:")
+        yaml.line(7, "$ref: \"#/components/headers/ETag\"")
+        Self.jsonContent(&yaml, level: 5) { $0.line($1, "$ref: \"#/components/schemas/\(schemaName)\"") }
+        var errors = ["400": "BadRequest", "401": "Unauthorized", "412": "PreconditionFailed", "413": "ContentTooLarge",
+                      "422": "UnprocessableContent", "503": "ServiceUnavailable"]
+        if kind == .collection { errors["404"] = "NotFound" }
+        Self.responses(&yaml, errors)
+    }
+
+    private func deleteOperation(_ yaml: inout YAMLLines) {
+        yaml.line(2, "delete:")
+        header(&yaml, id: "delete\(schemaName)", summary: "Delete a\(article) \(elementName)",
+               description: "Changes: `remove \(path)`, whose `old` is the \(elementName).")
+        yaml.line(3, "parameters:")
+        yaml.line(4, "- $ref: \"#/components/parameters/IfMatch\"")
+        yaml.line(3, "responses:")
+        Self.responses(&yaml, ["204": "NoContent", "401": "Unauthorized", "404": "NotFound", "412": "PreconditionFailed",
+                               "503": "ServiceUnavailable"])
+    }
+
+    private func computedOperation(_ yaml: inout YAMLLines, _ computed: Computed) {
+        yaml.line(2, "get:")
+        header(&yaml, id: "get\(schemaName)\(computed.name.capitalizedFirst)", summary: "Read the computed \(computed.name)",
+               description: "Tracks `\(path)/\(computed.name)`.")
+        yaml.line(3, "parameters:")
+        yaml.line(4, "- name: fields")
+        yaml.line(5, "in: query")
+        yaml.line(5, "description: Only `\(computed.name)`.")
+        yaml.line(5, "style: form")
+        yaml.line(5, "explode: false")
+        yaml.line(5, "schema:")
+        yaml.line(6, "type: array")
+        yaml.line(6, "minItems: 1")
+        yaml.line(6, "items:")
+        yaml.line(7, "type: string")
+        yaml.line(7, "enum: [\(computed.name)]")
+        Self.observerParameters(&yaml)
+        yaml.line(3, "responses:")
+        Self.readResponse(&yaml, description: "The value of `\(computed.name)`.") { yaml, level in
+            yaml.line(level, "type: object")
+            yaml.line(level, "additionalProperties: false")
+            yaml.line(level, "required: [\(computed.name)]")
+            yaml.line(level, "properties:")
+            yaml.line(level + 1, "\(computed.name):")
+            Self.computedSchema(&yaml, computed, level: level + 2)
+        }
+        Self.responses(&yaml, ["304": "NotModified", "400": "BadRequest", "401": "Unauthorized", "404": "NotFound",
+                               "422": "TooManyReads", "503": "ServiceUnavailable"])
+    }
+
+    private func header(_ yaml: inout YAMLLines, id: String, summary: String, description: String) {
+        yaml.line(3, "tags: [\(tag)]")
+        yaml.line(3, "operationId: \(id)")
+        yaml.line(3, "summary: \(summary)")
+        yaml.line(3, "description: \(YAMLLines.quoted(description))")
+    }
+
+    /// A JSON object body of `fields`, with their rules.
+    private func body(_ yaml: inout YAMLLines, _ fields: [Field], requireAll: Bool) {
+        yaml.line(3, "requestBody:")
+        yaml.line(4, "required: true")
+        Self.jsonContent(&yaml, level: 4) { yaml, level in
+            yaml.line(level, "type: object")
+            yaml.line(level, "additionalProperties: false")
+            let required = fields.filter(\.isRequired).map(\.name)
+            if requireAll && !required.isEmpty { yaml.line(level, "required: [\(required.joined(separator: ", "))]") }
+            yaml.line(level, "properties:")
+            for field in fields {
+                yaml.line(level + 1, "\(field.name):")
+                Self.bodySchema(&yaml, field, level: level + 2)
+            }
+        }
+    }
+
+    // MARK: - Schemas
+
+    /// A field's value as a representation shows it.
+    static func valueSchema(_ yaml: inout YAMLLines, _ field: Field, level: Int) {
+        if let description = field.description { yaml.line(level, "description: \(YAMLLines.quoted(description))") }
+        let type: String
+        switch field.kind {
+        case .text: type = "string"
+        case .integer: type = "integer"
+        case .number: type = "number"
+        case .boolean: type = "boolean"
+        }
+        yaml.line(level, field.nullable ? "type: [\(type), \"null\"]" : "type: \(type)")
+        if let range = field.range {
+            yaml.line(level, "minimum: \(range.lowerBound)")
+            yaml.line(level, "maximum: \(range.upperBound)")
+        }
+    }
+
+    /// A field's value as a request body must give it: its rules as keywords.
+    static func bodySchema(_ yaml: inout YAMLLines, _ field: Field, level: Int) {
+        let named: String?
+        if let schema = field.schema {
+            named = schema
+        } else if field.kind == .text, let limits = field.limits, limits.maxLength == TextLimits.standard.maxLength, !limits.allowsBlank {
+            named = field.nullable ? "NullableText" : "Text"
+        } else {
+            named = nil
+        }
+        if let named, field.defaultValue == nil || field.nullable {
+            yaml.line(level, "$ref: \"#/components/schemas/\(named)\"")
+            return
+        }
+        if let named {
+            yaml.line(level, "allOf:")
+            yaml.line(level + 1, "- $ref: \"#/components/schemas/\(named)\"")
+        } else {
+            valueSchema(&yaml, field, level: level)
+            if field.kind == .text, let limits = field.limits {
+                yaml.line(level, "maxLength: \(limits.maxLength)")
+                if !limits.allowsBlank { yaml.line(level, "pattern: \"\\\\S\"") }
+            }
+        }
+        if let value = field.defaultValue, value != .null { yaml.line(level, "default: \(JSONWriter.string(value))") }
+    }
+
+    static func computedSchema(_ yaml: inout YAMLLines, _ computed: Computed, level: Int) {
+        if let description = computed.description { yaml.line(level, "description: \(YAMLLines.quoted(description + " (computed)"))") }
+        switch computed.type {
+        case .integer: yaml.line(level, "type: integer")
+        case .boolean: yaml.line(level, "type: boolean")
+        case .number: yaml.line(level, "type: number")
+        case .text: yaml.line(level, "type: string")
+        case .schema(let name): yaml.line(level, "$ref: \"#/components/schemas/\(name)\"")
+        }
+    }
+
+    static func observerParameters(_ yaml: inout YAMLLines) {
+        for name in ["ObserverHeader", "ObserverQuery", "IfNoneMatch"] {
+            yaml.line(4, "- $ref: \"#/components/parameters/\(name)\"")
+        }
+    }
+
+    static func readResponse(_ yaml: inout YAMLLines, description: String, schema: (inout YAMLLines, Int) -> Void) {
+        yaml.line(4, "\"200\":")
+        yaml.line(5, "description: \(YAMLLines.quoted(description))")
+        yaml.line(5, "headers:")
+        for (header, component) in [("ETag", "ETag"), ("Observation-Cursor", "ObservationCursor"), ("Cache-Control", "CacheControlNoCache")] {
+            yaml.line(6, "\(header):")
+            yaml.line(7, "$ref: \"#/components/headers/\(component)\"")
+        }
+        jsonContent(&yaml, level: 5, schema)
+    }
+
+    /// `content: application/json: schema:`, at `level`; `schema` writes
+    /// the schema's keywords at the level it is given.
+    static func jsonContent(_ yaml: inout YAMLLines, level: Int, _ schema: (inout YAMLLines, Int) -> Void) {
+        yaml.line(level, "content:")
+        yaml.line(level + 1, "application/json:")
+        yaml.line(level + 2, "schema:")
+        schema(&yaml, level + 3)
+    }
+
+    static func responses(_ yaml: inout YAMLLines, _ responses: [String: String]) {
+        for status in responses.keys.sorted() {
+            yaml.line(4, "\"\(status)\":")
+            yaml.line(5, "$ref: \"#/components/responses/\(responses[status]!)\"")
+        }
+    }
+}
+
+/// YAML text written line by line, two spaces per level.
+struct YAMLLines {
+    var text = ""
+
+    mutating func line(_ level: Int, _ content: String) {
+        text += String(repeating: "  ", count: level) + content + "\n"
+    }
+
+    /// `text` as a double-quoted YAML scalar.
+    static func quoted(_ text: String) -> String {
+        JSONWriter.string(.string(text))
+    }
+}
+
+extension String {
+    var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
+}
