@@ -60,8 +60,8 @@ public enum Jobs {
 
     static func actions(_ runner: Runner) -> [Action] {
         let total = Field.integer("total", range: 1...1_000_000_000)
-        let step = Field.integer("step", nullable: true)
-        let interval = Field.integer("intervalMs", nullable: true, range: 10...3_600_000)
+        let step = Field.integer("step").optional
+        let interval = Field.integer("intervalMs", range: 10...3_600_000).optional
         return [
             Action("POST", "/jobs", input: [total.required, step, interval]) { input in
                 let total = input.body.int("total") ?? 0

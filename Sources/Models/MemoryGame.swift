@@ -25,7 +25,7 @@ public enum MemoryGame {
     static let actions = [
         // With a `seed`, the choice of contents and the order of the cards are the same every time.
         Action("POST", "/games", input: [Field.integer("pairs", range: 1...Int64(emoji.count)).required,
-                                         Field.integer("seed", nullable: true)]) { input in
+                                         Field.integer("seed").optional]) { input in
             let pairs = Int(input.body.int("pairs") ?? 1)
             let contents: [String]
             if let seed = input.body.int("seed") {

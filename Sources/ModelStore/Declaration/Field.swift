@@ -102,6 +102,15 @@ public struct Field: Sendable {
     /// The text limits and integer range, kept for the API reference.
     var limits: TextLimits?
     var range: ClosedRange<Int64>?
+    /// Whether a body may leave it out though it has no default.
+    var isOptional = false
+
+    /// This field, which a body may leave out (an action's optional input).
+    public var optional: Field {
+        var field = self
+        field.isOptional = true
+        return field
+    }
 
     /// This field, required in a body whatever its default (an action's input).
     public var required: Field {
@@ -113,7 +122,7 @@ public struct Field: Sendable {
     }
 
     /// Whether a create must name it.
-    var isRequired: Bool { defaultValue.map { _ in false } ?? (access == .writable || access == .createOnly) }
+    var isRequired: Bool { defaultValue.map { _ in false } ?? (!isOptional && (access == .writable || access == .createOnly)) }
     /// Whether it appears in the representation (and so is read and changes).
     public var isVisible: Bool { access != .hidden }
 
