@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "JSON"),
         .target(
             name: "ModelObservation",
-            dependencies: ["Concurrency", .product(name: "DequeModule", package: "swift-collections")]
+            dependencies: [.product(name: "DequeModule", package: "swift-collections")]
         ),
         // The engine: model declarations, their representation, writes and
         // change recording, group commit, and the storage interface.

@@ -55,7 +55,7 @@ final class ChangeFeed: Sendable {
         self.daemon.withLock { $0.object = daemon }
     }
 
-    var registry: ObservationRegistry { store.registry }
+    var registry: Locked<ObservationRegistry> { store.registry }
 
     /// Answers a poll now, or parks it for up to `timeout`.
     func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, timeout: Duration,
@@ -65,7 +65,7 @@ final class ChangeFeed: Sendable {
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
                 waiter.expired.withLock { $0 = true }
-                registry.withdraw(waiter, of: observer)
+                registry.withLock { $0.withdraw(waiter, of: observer) }
                 let response = self.answer(waiter)
                 metrics.recordRequest(route: Self.route, status: response.status)
                 return response
@@ -73,10 +73,12 @@ final class ChangeFeed: Sendable {
             waiter.parked.withLock { $0 = parked }
             return waiter
         } : nil
-        let (result, displaced) = registry.poll(observer, since: since, limit: limit, coalesce: coalesce, now: ServerClock.wallSeconds, park: park)
+        let (result, displaced) = registry.withLock {
+            $0.poll(observer, since: since, limit: limit, coalesce: coalesce, now: ServerClock.wallSeconds, park: park)
+        }
         if let displaced = displaced as? ParkedPoll, let connection = displaced.connection {
             // One parked poll per observer: the newer one takes the place.
-            let cursor = displaced.since ?? registry.observer(observer)?.cursor ?? registry.lastSeq
+            let cursor = displaced.since ?? registry.withLock { $0.observer(observer)?.cursor ?? $0.lastSeq }
             resume([(connection, displaced.finish(Self.feedResponse([], cursor: cursor)))])
         }
         switch result {
@@ -95,9 +97,10 @@ final class ChangeFeed: Sendable {
             // Parked again only while its deadline has not passed (the
             // deadline sets `expired` before it withdraws the waiter), and
             // not in place of a newer poll.
-            let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce,
-                                            now: ServerClock.wallSeconds, displacing: false,
-                                            park: { poll.expired.withLock { $0 } ? nil : poll })
+            let (result, _) = registry.withLock {
+                $0.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
+                        displacing: false, park: { poll.expired.withLock { $0 } ? nil : poll })
+            }
             if case .parked = result { continue }
             answers.append((connection, poll.finish(Self.response(for: result))))
         }
@@ -119,7 +122,9 @@ final class ChangeFeed: Sendable {
 
     /// What a parked poll answers now: its changes, or none with the cursor.
     private func answer(_ poll: ParkedPoll) -> HTTPResponse {
-        let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: ServerClock.wallSeconds)
+        let (result, _) = registry.withLock {
+            $0.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: ServerClock.wallSeconds)
+        }
         return poll.finish(Self.response(for: result))
     }
 

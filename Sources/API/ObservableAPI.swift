@@ -59,7 +59,7 @@ public final class ObservableAPI: Sendable {
     func read(_ context: RouteContext, fields allowed: [String], _ render: (ModelState, FieldSelection) throws -> Representation) throws -> Reply {
         let request = context.request
         let observer = request.header("Observer") ?? request.query["observer"]
-        if let observer, store.registry.observer(observer) == nil {
+        if let observer, store.registry.withLock({ $0.observer(observer) }) == nil {
             throw APIError(404, "no observer \(observer); create one with POST /observers")
         }
         let selection = try FieldSelection(request.query["fields"], allowed: allowed)
@@ -68,7 +68,7 @@ public final class ObservableAPI: Sendable {
         // A HEAD shows no values, so its observer has read nothing; it is
         // still a use of the observer.
         if let observer, request.method == "HEAD" {
-            _ = store.registry.touch(observer, now: ServerClock.wallSeconds)
+            _ = store.registry.withLock { $0.touch(observer, now: ServerClock.wallSeconds) }
         } else if let observer {
             try store.track(representation.reads, by: observer, at: snapshot.state.seq)
         }

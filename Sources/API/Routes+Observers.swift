@@ -20,10 +20,10 @@ extension ObservableAPI {
         }
         router.get("/observers/:id") { [self] context in
             let id = context.parameter("id")
-            guard store.registry.touch(id, now: ServerClock.wallSeconds), let observer = store.registry.observer(id) else {
+            guard let observer = store.registry.withLock({ $0.touch(id, now: ServerClock.wallSeconds) ? $0.observer(id) : nil }) else {
                 throw APIError(404, "no observer \(id)")
             }
-            return .response(Self.json(JSONWriter.bytes(Self.json(observer)), request: context.request, cursor: store.registry.lastSeq))
+            return .response(Self.json(JSONWriter.bytes(Self.json(observer)), request: context.request, cursor: store.registry.withLock { $0.lastSeq }))
         }
         router.delete("/observers/:id", access: .read) { [self] context in
             let waiter = try store.deleteObserver(context.parameter("id"))

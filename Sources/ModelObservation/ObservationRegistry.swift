@@ -1,5 +1,4 @@
 import DequeModule
-import Concurrency
 
 /// Knows every observer and the property keys it has read, indexes the
 /// reverse (key → observers), and keeps the recent change log in memory.
@@ -7,8 +6,9 @@ import Concurrency
 /// A committed change is matched through the reverse index, so its cost
 /// grows with the observers that read its keys, not with all observers.
 /// Like the standard library's `ObservationRegistrar`, it collects whom to
-/// wake under its lock and leaves waking to the caller, after the lock.
-public final class ObservationRegistry: Sendable {
+/// wake and leaves waking to the caller. It is a value: its owner keeps it
+/// behind a lock, and wakes after releasing it.
+public struct ObservationRegistry: Sendable {
     struct State {
         var observers: [String: ObserverSnapshot] = [:]
         var waiters: [String: any ChangeWaiter] = [:]
@@ -101,7 +101,7 @@ public final class ObservationRegistry: Sendable {
     public let retain: Int
     /// Most property keys one observer may have read.
     public let maxReadsPerObserver: Int
-    private let state = Locked(State())
+    private var s = State()
 
     public init(retain: Int, maxReadsPerObserver: Int = 100_000) {
         self.retain = max(1, retain)
@@ -111,71 +111,63 @@ public final class ObservationRegistry: Sendable {
     // MARK: - Start-up
 
     /// Loads persisted observers and the retained tail of the change log.
-    public func restore(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) {
-        state.withLock { s in
-            s.lastSeq = lastSeq
-            s.log = Deque(changes.suffix(retain))
-            s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
-            for observer in observers {
-                s.observers[observer.id] = observer
-                s.inboxes[observer.id] = Inbox(floor: lastSeq)
-                for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
-            }
+    public mutating func restore(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) {
+        s.lastSeq = lastSeq
+        s.log = Deque(changes.suffix(retain))
+        s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
+        for observer in observers {
+            s.observers[observer.id] = observer
+            s.inboxes[observer.id] = Inbox(floor: lastSeq)
+            for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
         }
     }
 
     // MARK: - Facts
 
-    public var lastSeq: Int64 { state.withLock { $0.lastSeq } }
-    public var observerCount: Int { state.withLock { $0.observers.count } }
-    public var oldestAvailableSeq: Int64 { state.withLock { $0.prunedThrough } }
+    public var lastSeq: Int64 { s.lastSeq }
+    public var observerCount: Int { s.observers.count }
+    public var oldestAvailableSeq: Int64 { s.prunedThrough }
 
     public func observer(_ id: String) -> ObserverSnapshot? {
-        state.withLock { $0.observers[id] }
+        s.observers[id]
     }
 
     /// Observers that read `key` before `seq`: those a change to it at `seq` reaches.
     public func readers(of key: PropertyKey, before seq: Int64) -> [String] {
-        state.withLock { $0.readers(of: key, before: seq) }
+        s.readers(of: key, before: seq)
     }
 
     /// Observers that read `key` (for tests and diagnostics).
     public func readers(of key: PropertyKey) -> Set<String> {
-        state.withLock { $0.index[key] ?? [] }
+        s.index[key] ?? []
     }
 
     // MARK: - Observers
 
-    public func add(_ observer: ObserverSnapshot) {
-        state.withLock { s in
-            s.observers[observer.id] = observer
-            s.inboxes[observer.id] = Inbox(floor: s.lastSeq)
-            for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
-        }
+    public mutating func add(_ observer: ObserverSnapshot) {
+        s.observers[observer.id] = observer
+        s.inboxes[observer.id] = Inbox(floor: s.lastSeq)
+        for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
     }
 
     /// Removes an observer; returns whether it existed and its parked waiter.
-    public func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
-        state.withLock { s in
-            guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
-            Self.unindex(observer, in: &s)
-            s.dirty.remove(id)
-            s.inboxes[id] = nil
-            return (true, s.waiters.removeValue(forKey: id))
-        }
+    public mutating func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
+        guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
+        Self.unindex(observer, in: &s)
+        s.dirty.remove(id)
+        s.inboxes[id] = nil
+        return (true, s.waiters.removeValue(forKey: id))
     }
 
     /// Forgets every read of an observer; returns false for an unknown one.
-    public func clearReads(_ id: String, now: Double) -> Bool {
-        state.withLock { s in
-            guard let observer = s.observers[id] else { return false }
-            Self.unindex(observer, in: &s)
-            s.observers[id]!.reads = [:]
-            s.observers[id]!.lastUsed = now
-            s.dirty.insert(id)
-            s.inboxes[id] = Inbox(floor: s.lastSeq)
-            return true
-        }
+    public mutating func clearReads(_ id: String, now: Double) -> Bool {
+        guard let observer = s.observers[id] else { return false }
+        Self.unindex(observer, in: &s)
+        s.observers[id]!.reads = [:]
+        s.observers[id]!.lastUsed = now
+        s.dirty.insert(id)
+        s.inboxes[id] = Inbox(floor: s.lastSeq)
+        return true
     }
 
     private static func unindex(_ observer: ObserverSnapshot, in s: inout State) {
@@ -186,13 +178,11 @@ public final class ObservationRegistry: Sendable {
     }
 
     /// Marks an observer as used now; returns false for an unknown one.
-    public func touch(_ id: String, now: Double) -> Bool {
-        state.withLock { s in
-            guard s.observers[id] != nil else { return false }
-            s.observers[id]!.lastUsed = now
-            s.dirty.insert(id)
-            return true
-        }
+    public mutating func touch(_ id: String, now: Double) -> Bool {
+        guard s.observers[id] != nil else { return false }
+        s.observers[id]!.lastUsed = now
+        s.dirty.insert(id)
+        return true
     }
 
     // MARK: - Reads
@@ -200,13 +190,11 @@ public final class ObservationRegistry: Sendable {
     /// Marks observer `id` as used now and tells whether it has read every
     /// one of `keys` already (false for an unknown observer): such a read
     /// adds nothing, so it has nothing to store.
-    public func touch(_ id: String, now: Double, hasRead keys: [PropertyKey]) -> Bool {
-        state.withLock { s in
-            guard let observer = s.observers[id] else { return false }
-            s.observers[id]!.lastUsed = now
-            s.dirty.insert(id)
-            return keys.allSatisfy { observer.reads[$0] != nil }
-        }
+    public mutating func touch(_ id: String, now: Double, hasRead keys: [PropertyKey]) -> Bool {
+        guard let observer = s.observers[id] else { return false }
+        s.observers[id]!.lastUsed = now
+        s.dirty.insert(id)
+        return keys.allSatisfy { observer.reads[$0] != nil }
     }
 
     public enum TrackResult: Sendable {
@@ -219,46 +207,45 @@ public final class ObservationRegistry: Sendable {
     }
 
     /// Records that observer `id` read `keys` in a response that reflected
-    /// every change up to `seq`. A key already read keeps its earlier `seq`.
-    ///
-    /// The reads to add are handed to `persist` first, outside the lock, and
-    /// take effect only once it returns: until then no poll can deliver a
-    /// change for them, so an observer is never told of a change (or of an
-    /// insert, which implies reads) through a read that is not stored yet.
-    /// The reads are worked out before `persist` runs, so the caller keeps
-    /// commits out until this returns (the store holds its writer lock):
-    /// a change published in between would not be replayed.
-    public func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double,
-                      persist: ([(PropertyKey, Int64)]) throws -> Void) rethrows -> TrackResult
-    {
-        let plan: (added: [(PropertyKey, Int64)], replayed: Bool)
-        switch state.withLock({ s in Self.plan(id, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s) }) {
+    /// every change up to `seq`: `planTrack`, then `applyTrack`, for a
+    /// registry whose reads are stored nowhere else.
+    public mutating func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackResult {
+        switch planTrack(id, keys: keys, at: seq, now: now) {
         case .refused(let result): return result
-        case .reads(let added, let replayed): plan = (added, replayed)
-        }
-        if !plan.added.isEmpty { try persist(plan.added) }
-        return state.withLock { s in
-            // Expired in between: its stored reads go with it.
-            guard s.observers[id] != nil else { return .unknownObserver }
-            for (key, readAt) in plan.added where s.observers[id]!.reads[key] == nil {
-                s.observers[id]!.reads[key] = readAt
-                s.index[key, default: []].insert(id)
-            }
-            // Changes found by the replay are older than the inbox's newest
-            // entries: let polls from before now scan the log.
-            if plan.replayed { s.inboxes[id] = Inbox(floor: s.lastSeq) }
-            let waiter = plan.replayed ? s.waiters.removeValue(forKey: id) : nil
-            return .tracked(added: plan.added, wake: waiter)
+        case .reads(let added, let replayed): return applyTrack(id, added, replayed: replayed)
         }
     }
 
-    /// `track` for a registry whose reads are stored nowhere else.
-    public func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackResult {
-        track(id, keys: keys, at: seq, now: now, persist: { _ in })
+    /// Works out the reads that observer `id` adds by reading `keys` in a
+    /// response that reflected every change up to `seq` (a key already read
+    /// keeps its earlier `seq`), with those implied by inserts committed
+    /// since; marks the observer used, and adds nothing yet.
+    ///
+    /// The caller stores the reads and then calls `applyTrack`, keeping
+    /// commits out in between (the store holds its writer lock): so no
+    /// poll can deliver a change through a read that is not stored yet, and
+    /// no change published in between is missed by the replay.
+    public mutating func planTrack(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackPlan {
+        Self.plan(id, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s)
+    }
+
+    /// Adds the reads `planTrack` worked out, once they are stored.
+    public mutating func applyTrack(_ id: String, _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult {
+        // Expired in between: its stored reads go with it.
+        guard s.observers[id] != nil else { return .unknownObserver }
+        for (key, readAt) in added where s.observers[id]!.reads[key] == nil {
+            s.observers[id]!.reads[key] = readAt
+            s.index[key, default: []].insert(id)
+        }
+        // Changes found by the replay are older than the inbox's newest
+        // entries: let polls from before now scan the log.
+        if replayed { s.inboxes[id] = Inbox(floor: s.lastSeq) }
+        let waiter = replayed ? s.waiters.removeValue(forKey: id) : nil
+        return .tracked(added: added, wake: waiter)
     }
 
     /// What `track` is to do.
-    private enum TrackPlan {
+    public enum TrackPlan {
         case refused(TrackResult)
         /// Reads to add, and whether changes already in the log reach the
         /// observer through them.
@@ -298,31 +285,29 @@ public final class ObservationRegistry: Sendable {
     /// Appends committed changes (in `seq` order) to the log and returns the
     /// parked waiters of the observers that receive any of them, removed
     /// from the registry: the caller answers them after this returns.
-    public func publish(_ changes: [Change]) -> [(observer: String, waiter: any ChangeWaiter)] {
+    public mutating func publish(_ changes: [Change]) -> [(observer: String, waiter: any ChangeWaiter)] {
         guard !changes.isEmpty else { return [] }
-        return state.withLock { s in
-            var woken: [(observer: String, waiter: any ChangeWaiter)] = []
-            for change in changes {
-                s.log.append(change)
-                s.lastSeq = change.seq
-                var receivers = Set<String>()
-                for key in change.keys { receivers.formUnion(s.readers(of: key, before: change.seq)) }
-                for id in receivers {
-                    s.inboxes[id, default: Inbox(floor: change.seq - 1)].seqs.append(change.seq)
-                    for key in change.impliedReads where s.observers[id]?.reads[key] == nil {
-                        s.observers[id]!.reads[key] = change.seq
-                        s.index[key, default: []].insert(id)
-                    }
-                    if let waiter = s.waiters.removeValue(forKey: id) {
-                        woken.append((id, waiter))
-                    }
+        var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+        for change in changes {
+            s.log.append(change)
+            s.lastSeq = change.seq
+            var receivers = Set<String>()
+            for key in change.keys { receivers.formUnion(s.readers(of: key, before: change.seq)) }
+            for id in receivers {
+                s.inboxes[id, default: Inbox(floor: change.seq - 1)].seqs.append(change.seq)
+                for key in change.impliedReads where s.observers[id]?.reads[key] == nil {
+                    s.observers[id]!.reads[key] = change.seq
+                    s.index[key, default: []].insert(id)
+                }
+                if let waiter = s.waiters.removeValue(forKey: id) {
+                    woken.append((id, waiter))
                 }
             }
-            while s.log.count > retain, let first = s.log.popFirst() {
-                s.prunedThrough = first.seq
-            }
-            return woken
         }
+        while s.log.count > retain, let first = s.log.popFirst() {
+            s.prunedThrough = first.seq
+        }
+        return woken
     }
 
     /// The changes observer `id` receives after `since` (its own cursor when
@@ -335,80 +320,70 @@ public final class ObservationRegistry: Sendable {
     /// waiter it displaces is returned so the caller can answer it. Without
     /// `displacing`, a waiter is parked only where none is, and the poll is
     /// answered otherwise (a woken poll parking again yields to a newer one).
-    public func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
+    public mutating func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
                      park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
     {
-        state.withLock { s in
-            guard let observer = s.observers[id] else { return (.unknownObserver, nil) }
-            s.observers[id]!.lastUsed = now
-            s.dirty.insert(id)
-            let since = since ?? observer.cursor
-            if since < s.prunedThrough { return (.gone(oldestAvailable: s.prunedThrough), nil) }
-            if since > s.lastSeq { return (.ahead(newest: s.lastSeq), nil) }
-            if var inbox = s.inboxes[id], since >= inbox.floor {
-                inbox.acknowledge(through: max(since, s.prunedThrough))
-                s.inboxes[id] = inbox
-            }
-            var (found, cursor) = s.page(id, observer, after: since, limit: limit)
-            if coalesce {
-                found = Change.coalesce(found)
-                while found.isEmpty && cursor < s.lastSeq {
-                    (found, cursor) = s.page(id, observer, after: cursor, limit: limit)
-                    found = Change.coalesce(found)
-                }
-            }
-            if found.isEmpty, let park, displacing || s.waiters[id] == nil, let waiter = park() {
-                let displaced = s.waiters.updateValue(waiter, forKey: id)
-                return (.parked, displaced)
-            }
-            s.observers[id]!.cursor = cursor
-            return (.changes(found, cursor: cursor), nil)
+        guard let observer = s.observers[id] else { return (.unknownObserver, nil) }
+        s.observers[id]!.lastUsed = now
+        s.dirty.insert(id)
+        let since = since ?? observer.cursor
+        if since < s.prunedThrough { return (.gone(oldestAvailable: s.prunedThrough), nil) }
+        if since > s.lastSeq { return (.ahead(newest: s.lastSeq), nil) }
+        if var inbox = s.inboxes[id], since >= inbox.floor {
+            inbox.acknowledge(through: max(since, s.prunedThrough))
+            s.inboxes[id] = inbox
         }
+        var (found, cursor) = s.page(id, observer, after: since, limit: limit)
+        if coalesce {
+            found = Change.coalesce(found)
+            while found.isEmpty && cursor < s.lastSeq {
+                (found, cursor) = s.page(id, observer, after: cursor, limit: limit)
+                found = Change.coalesce(found)
+            }
+        }
+        if found.isEmpty, let park, displacing || s.waiters[id] == nil, let waiter = park() {
+            let displaced = s.waiters.updateValue(waiter, forKey: id)
+            return (.parked, displaced)
+        }
+        s.observers[id]!.cursor = cursor
+        return (.changes(found, cursor: cursor), nil)
     }
 
     /// Removes `waiter` if it is still observer `id`'s waiter.
-    public func withdraw(_ waiter: any ChangeWaiter, of id: String) {
-        state.withLock { s in
-            if let current = s.waiters[id], current === waiter { s.waiters[id] = nil }
-        }
+    public mutating func withdraw(_ waiter: any ChangeWaiter, of id: String) {
+        if let current = s.waiters[id], current === waiter { s.waiters[id] = nil }
     }
 
     // MARK: - Housekeeping
 
     /// Removes observers unused for longer than their TTL (a parked
     /// long-poll counts as use) and returns their ids.
-    public func expire(now: Double) -> [String] {
-        state.withLock { s in
-            var expired: [String] = []
-            for (id, observer) in s.observers where s.waiters[id] == nil && observer.lastUsed + Double(observer.ttlSeconds) < now {
-                expired.append(id)
-            }
-            for id in expired {
-                if let observer = s.observers.removeValue(forKey: id) { Self.unindex(observer, in: &s) }
-                s.dirty.remove(id)
-                s.inboxes[id] = nil
-            }
-            return expired
+    public mutating func expire(now: Double) -> [String] {
+        var expired: [String] = []
+        for (id, observer) in s.observers where s.waiters[id] == nil && observer.lastUsed + Double(observer.ttlSeconds) < now {
+            expired.append(id)
         }
+        for id in expired {
+            if let observer = s.observers.removeValue(forKey: id) { Self.unindex(observer, in: &s) }
+            s.dirty.remove(id)
+            s.inboxes[id] = nil
+        }
+        return expired
     }
 
     /// Observers whose cursor or last use changed since the last call, for
     /// persisting. A parked observer is not rewritten every second: its
     /// poll's answer marks it used, and expiry skips it while it is parked.
-    public func takeDirty(now: Double) -> [ObserverSnapshot] {
-        state.withLock { s in
-            let snapshots = s.dirty.compactMap { s.observers[$0] }
-            s.dirty.removeAll(keepingCapacity: true)
-            return snapshots
-        }
+    public mutating func takeDirty(now: Double) -> [ObserverSnapshot] {
+        let snapshots = s.dirty.compactMap { s.observers[$0] }
+        s.dirty.removeAll(keepingCapacity: true)
+        return snapshots
     }
 
     /// Every parked waiter, removed (used when the server stops).
-    public func removeAllWaiters() -> [(observer: String, waiter: any ChangeWaiter)] {
-        state.withLock { s in
-            let all = s.waiters.map { (observer: $0.key, waiter: $0.value) }
-            s.waiters.removeAll()
-            return all
-        }
+    public mutating func removeAllWaiters() -> [(observer: String, waiter: any ChangeWaiter)] {
+        let all = s.waiters.map { (observer: $0.key, waiter: $0.value) }
+        s.waiters.removeAll()
+        return all
     }
 }

@@ -13,9 +13,9 @@ extension Store {
         }
         return try writer.withLock { storage in
             // Under the writer lock no commit can move `seq` meanwhile.
-            let observer = ObserverSnapshot(id: Identifier.make(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now)
+            let observer = ObserverSnapshot(id: Identifier.make(), cursor: registry.withLock { $0.lastSeq }, ttlSeconds: ttlSeconds, lastUsed: now)
             try storage.insertObserver(observer)
-            registry.add(observer)
+            registry.withLock { $0.add(observer) }
             return observer
         }
     }
@@ -23,7 +23,7 @@ extension Store {
     /// Deletes an observer and its reads; returns its parked waiter, if any.
     public func deleteObserver(_ id: String) throws -> (any ChangeWaiter)? {
         try writer.withLock { storage in
-            let (existed, waiter) = registry.remove(id)
+            let (existed, waiter) = registry.withLock { $0.remove(id) }
             guard existed else { throw ModelError.notFound("no observer \(id)") }
             try storage.deleteObserver(id)
             return waiter
@@ -33,7 +33,7 @@ extension Store {
     /// Forgets every read of an observer.
     public func clearReads(of id: String, now: Double = ServerClock.wallSeconds) throws {
         try writer.withLock { storage in
-            guard registry.clearReads(id, now: now) else { throw ModelError.notFound("no observer \(id)") }
+            guard registry.withLock({ $0.clearReads(id, now: now) }) else { throw ModelError.notFound("no observer \(id)") }
             try storage.clearReads(of: id)
         }
     }
@@ -42,15 +42,20 @@ extension Store {
     /// change up to `seq`, persisting the reads that are new.
     public func track(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double = ServerClock.wallSeconds) throws {
         // A read that adds nothing (the same resource again) stores nothing.
-        if registry.touch(id, now: now, hasRead: keys) { return }
+        if registry.withLock({ $0.touch(id, now: now, hasRead: keys) }) { return }
         // Under the writer lock, so that no commit runs between the moment
         // the reads are worked out and the moment they take effect: a commit
         // stores the reads its inserts imply for the readers the registry
         // knows, and a read tracked after it replays those inserts and
         // stores what they imply with the read itself.
-        let result = try writer.withLock { storage in
-            try registry.track(id, keys: keys, at: seq, now: now) { added in
-                try storage.transaction { try storage.addReads(added.map { (id, $0.0, $0.1) }) }
+        let result = try writer.withLock { storage -> ObservationRegistry.TrackResult in
+            switch registry.withLock({ $0.planTrack(id, keys: keys, at: seq, now: now) }) {
+            case .refused(let result):
+                return result
+            case .reads(let added, let replayed):
+                // Stored outside the registry's lock, before they take effect.
+                if !added.isEmpty { try storage.transaction { try storage.addReads(added.map { (id, $0.0, $0.1) }) } }
+                return registry.withLock { $0.applyTrack(id, added, replayed: replayed) }
             }
         }
         switch result {

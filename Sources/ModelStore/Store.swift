@@ -29,7 +29,9 @@ public final class Store: Sendable {
 
     public typealias Wake = @Sendable ([(observer: String, waiter: any ChangeWaiter)]) -> Void
 
-    public let registry: ObservationRegistry
+    /// Who read what, and the recent change log; woken observers are
+    /// answered after its lock is released.
+    public let registry: Locked<ObservationRegistry>
     public let catalog: Catalog
     let writer: Locked<any ModelStorage>
     /// What reads see: replaced whole after each commit, so that a read
@@ -49,12 +51,12 @@ public final class Store: Sendable {
         let applied = try Migrator(folder: configuration.migrationsFolder).migrate(database)
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
         let storage = SQLiteStorage(database: database)
-        let registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
+        var registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
         let state = try Self.loadState(storage, catalog)
         let lastSeq = state.seq
         registry.restore(observers: try storage.observers(),
                          changes: try storage.changes(after: lastSeq - Int64(configuration.retainChanges)), lastSeq: lastSeq)
-        self.registry = registry
+        self.registry = Locked(registry)
         self.catalog = catalog
         self.writer = Locked(storage)
         self.current = Locked(Snapshot(state))
@@ -219,7 +221,7 @@ public final class Store: Sendable {
         }
         // Publish before the new state is visible: a read that sees the new
         // state then tracks at a seq the registry already knows.
-        woken += registry.publish(committed)
+        woken += registry.withLock { $0.publish(committed) }
         let next = Snapshot(state)
         current.withLock { $0 = next }
         commits.withLock { $0.transactions += 1; $0.writes += writes }
@@ -234,7 +236,7 @@ public final class Store: Sendable {
         // just been deleted is skipped by the EXISTS.
         guard !change.impliedReads.isEmpty else { return }
         var receivers = Set<String>()
-        for key in change.keys { receivers.formUnion(registry.readers(of: key, before: change.seq)) }
+        for key in change.keys { receivers.formUnion(registry.withLock { $0.readers(of: key, before: change.seq) }) }
         var reads: [(observer: String, key: PropertyKey, seq: Int64)] = []
         for id in receivers {
             for implied in change.impliedReads { reads.append((id, implied, change.seq)) }
@@ -278,9 +280,9 @@ public final class Store: Sendable {
     /// Prunes the change log to its retained size, drops observers past their
     /// TTL and persists observers' cursors and last use. Run every second.
     public func maintain(now: Double = ServerClock.wallSeconds) {
-        let prunedThrough = registry.oldestAvailableSeq
-        let expired = registry.expire(now: now)
-        let dirty = registry.takeDirty(now: now)
+        let (prunedThrough, expired, dirty) = registry.withLock { registry in
+            (registry.oldestAvailableSeq, registry.expire(now: now), registry.takeDirty(now: now))
+        }
         do {
             try writer.withLock { storage in
                 try storage.housekeep(pruneThrough: prunedThrough, expired: expired, used: dirty)

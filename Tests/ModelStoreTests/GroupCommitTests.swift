@@ -146,7 +146,7 @@ import Testing
             #expect(pair.1.old == String(index) && pair.1.new == String(index + 1))
         }
         #expect(store.state.seq == log.last?.seq)
-        #expect(store.registry.lastSeq == log.last?.seq)
+        #expect(store.registry.withLock { $0.lastSeq } == log.last?.seq)
     }
 
     @Test func aWriteRefusedInABatchFailsAloneAndTheOthersCommit() throws {
