@@ -31,6 +31,7 @@ let package = Package(
             dependencies: [
                 "CMicroHTTPD", "Concurrency",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
