@@ -36,6 +36,10 @@ let package = Package(
         ),
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
         .target(name: "JSON"),
+        // docs/openapi.yaml, web/ and migrations/, built in by the EmbedFiles plugin.
+        .target(name: "EmbeddedFiles", plugins: ["EmbedFiles"]),
+        .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
+        .executableTarget(name: "embed-files"),
         .target(
             name: "ModelObservation",
             dependencies: ["Locks", .product(name: "DequeModule", package: "swift-collections")]
@@ -67,6 +71,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
+        .testTarget(name: "EmbeddedFilesTests", dependencies: ["EmbeddedFiles"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "SQLiteStore"]),
         .testTarget(
             name: "EndToEndTests",
