@@ -56,7 +56,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Models", "HTTPServer", "ModelObservation", "JSON", "Locks",
+                "Models", "HTTPServer", "ModelObservation", "JSON", "Locks", "EmbeddedFiles",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,3 +1,4 @@
+import EmbeddedFiles
 import HTTPServer
 
 extension ObservableAPI {
@@ -12,5 +13,5 @@ extension ObservableAPI {
         }
     }
 
-    private static let openAPIBytes = Array(OpenAPIDocument.yaml.utf8)
+    private static let openAPIBytes = Embedded.openAPIDocument.bytes
 }
