@@ -47,7 +47,7 @@ let package = Package(
         .target(
             name: "Models",
             dependencies: [
-                "ModelObservation", "SQLiteStore", "JSON", "Locks",
+                "ModelObservation", "SQLiteStore", "JSON", "Locks", "EmbeddedFiles",
                 .product(name: "OrderedCollections", package: "swift-collections"),
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),

@@ -33,7 +33,6 @@ swift build -c debug --toolset toolset.json --product RequestFuzzer
 binary="$(swift build -c debug --toolset toolset.json --show-bin-path)/RequestFuzzer"
 
 mkdir -p work-corpus artifacts
-export OBSERVABLE_MIGRATIONS="${OBSERVABLE_MIGRATIONS:-$here/../migrations}"
 # Swift's own crash backtracer would take the fatal signal before libFuzzer
 # could save the crashing input.
 export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=no}"

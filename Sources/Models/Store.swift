@@ -16,14 +16,12 @@ import Locks
 public final class Store: Sendable {
     public struct Configuration: Sendable {
         public var databasePath: String
-        public var migrationsFolder: String
         public var retainChanges: Int = 100_000
         public var synchronous: Database.Synchronous = .normal
         public var maxReadsPerObserver: Int = 100_000
 
-        public init(databasePath: String, migrationsFolder: String) {
+        public init(databasePath: String) {
             self.databasePath = databasePath
-            self.migrationsFolder = migrationsFolder
         }
     }
 
@@ -46,7 +44,7 @@ public final class Store: Sendable {
     /// Opens the database, applies pending migrations and loads the state.
     public init(configuration: Configuration, logger: Logger = Logger(label: "observable.store")) throws {
         let database = try Database(path: configuration.databasePath, synchronous: configuration.synchronous)
-        let applied = try Migrator(folder: configuration.migrationsFolder).migrate(database)
+        let applied = try Migrator.builtIn().migrate(database)
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
         let registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
         let state = try Self.loadState(database)
