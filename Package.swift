@@ -36,6 +36,10 @@ let package = Package(
         ),
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
         .target(name: "JSON"),
+        // docs/openapi.yaml, web/ and migrations/, built in by the EmbedFiles plugin.
+        .target(name: "EmbeddedFiles", plugins: ["EmbedFiles"]),
+        .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
+        .executableTarget(name: "embed-files"),
         .target(
             name: "ModelObservation",
             dependencies: [.product(name: "DequeModule", package: "swift-collections")]
@@ -54,21 +58,21 @@ let package = Package(
         .target(
             name: "Models",
             dependencies: [
-                "ModelStore", "JSON", "ModelObservation", "Concurrency",
+                "ModelStore", "JSON", "ModelObservation", "Concurrency", "EmbeddedFiles",
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .target(
             name: "API",
             dependencies: [
-                "Models", "ModelStore", "HTTPServer", "ModelObservation", "JSON", "Concurrency",
+                "Models", "ModelStore", "HTTPServer", "ModelObservation", "JSON", "Concurrency", "EmbeddedFiles",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "observable-server",
             dependencies: [
-                "API", "ModelStore",
+                "API", "ModelStore", "Models",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -77,6 +81,7 @@ let package = Package(
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "Models", "SQLiteStore"]),
+        .testTarget(name: "EmbeddedFilesTests", dependencies: ["EmbeddedFiles"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["API", "HTTPServer", "Models", "ModelStore", "JSON", "SQLiteStore"]

@@ -50,7 +50,7 @@ class Server:
                 os.remove(database + suffix)
         if kind == "ours":
             command = [OURS, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", database,
-                       "--migrations", os.path.join(ROOT, "migrations"), "--synchronous", synchronous, "--log-level", "warning"]
+                       "--synchronous", synchronous, "--log-level", "warning"]
         else:
             command = [REFERENCE, str(port), database, os.path.join(ROOT, "migrations", "0001_init.sql"), synchronous]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

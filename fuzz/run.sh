@@ -25,11 +25,14 @@ fi
 cd "$here"
 # Debug: every module is compiled with testing enabled, which the harness
 # needs to build a `Connection` (see Sources/RequestFuzzer/RequestFuzzer.swift).
-swift build -c debug -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library --product RequestFuzzer
-binary="$(swift build -c debug -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library --show-bin-path)/RequestFuzzer"
+# -sanitize=fuzzer comes from toolset.json, which applies it to what is built
+# for the fuzzer only: given with -Xswiftc it would also reach the build-time
+# tool of the main package's EmbedFiles plugin, and an executable linked with
+# libFuzzer needs a fuzz target of its own.
+swift build -c debug --toolset toolset.json --product RequestFuzzer
+binary="$(swift build -c debug --toolset toolset.json --show-bin-path)/RequestFuzzer"
 
 mkdir -p work-corpus artifacts
-export OBSERVABLE_MIGRATIONS="${OBSERVABLE_MIGRATIONS:-$here/../migrations}"
 # Swift's own crash backtracer would take the fatal signal before libFuzzer
 # could save the crashing input.
 export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=no}"

@@ -70,7 +70,7 @@ class Server:
         log = open(self.log_path, "a")
         self.process = subprocess.Popen(
             [self.binary, "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--database", self.database, "--migrations", os.path.join(ROOT, "migrations")],
+             "--database", self.database],
             stdout=log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

@@ -101,11 +101,11 @@ class Client:
 class Server:
     """The server binary as a child process, on a free loopback port."""
 
-    def __init__(self, binary, migrations, database, log_path):
+    def __init__(self, binary, database, log_path):
         self.log_path = log_path
         self.log = open(log_path, "ab")
         self.process = subprocess.Popen(
-            [binary, "serve", "--host", "127.0.0.1", "--port", "0", "--database", database, "--migrations", migrations],
+            [binary, "serve", "--host", "127.0.0.1", "--port", "0", "--database", database],
             stdout=self.log, stderr=subprocess.STDOUT)
         self.port = None
         deadline = time.monotonic() + 20
@@ -265,7 +265,7 @@ class Round:
     # -- the round ---------------------------------------------------------
 
     def run(self):
-        server = Server(self.args.binary, self.args.migrations, self.database, os.path.join(self.folder, "server-1.log"))
+        server = Server(self.args.binary, self.database, os.path.join(self.folder, "server-1.log"))
         try:
             return self.storm_and_check(server)
         finally:
@@ -329,7 +329,7 @@ class Round:
         for status in self.statuses:
             self.fail(f"during the storm: {status}")
 
-        restarted = Server(self.args.binary, self.args.migrations, self.database, os.path.join(self.folder, "server-2.log"))
+        restarted = Server(self.args.binary, self.database, os.path.join(self.folder, "server-2.log"))
         try:
             self.check(restarted.port, observers)
         finally:
@@ -476,14 +476,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--binary", default=".build/debug/observable-server")
-    parser.add_argument("--migrations", default="migrations")
     parser.add_argument("--order-writers", type=int, default=3, help="threads posting orders")
     parser.add_argument("--donut-writers", type=int, default=2, help="threads patching a donut each (at most 4)")
     parser.add_argument("--seed", type=int, default=None, help="seed for the kill moments")
     parser.add_argument("--keep", action="store_true", help="keep every round's folder (failed rounds are always kept)")
     args = parser.parse_args()
     args.binary = resolve(args.binary)
-    args.migrations = resolve(args.migrations)
     if not os.access(args.binary, os.X_OK):
         sys.exit(f"crash-test: no server binary at {args.binary}; build it first (swift build)")
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)

@@ -41,7 +41,7 @@ trap cleanup EXIT
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 url="http://127.0.0.1:$port"
 "$server" serve --host 127.0.0.1 --port "$port" --database "$work/observable.sqlite" \
-    --migrations "$root/migrations" --log-level warning > "$work/server.log" 2>&1 &
+    --log-level warning > "$work/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
     curl -fs "$url/healthz" > /dev/null 2>&1 && break

@@ -1,3 +1,5 @@
+import EmbeddedFiles
+import EmbeddedFiles
 import HTTPServer
 
 extension ObservableAPI {
@@ -6,7 +8,7 @@ extension ObservableAPI {
     /// anyone, like `/healthz`, even when tokens are configured: it describes
     /// the API and holds no model data.
     func addOpenAPIRoutes(to router: Router) {
-        let document = Array(APIReference.document(base: OpenAPIDocument.yaml, catalog: store.catalog).utf8)
+        let document = Array(APIReference.document(base: Embedded.openAPIDocument.text, catalog: store.catalog).utf8)
         router.get("/openapi.yaml", access: .open) { context in
             var response = Self.json(document, request: context.request)
             if response.status == 200 { response.setHeader("Content-Type", "application/yaml") }

@@ -2,16 +2,16 @@ import HTTPServer
 import ModelStore
 
 extension ObservableAPI {
-    /// The live page (web/, built in as `WebAssets`): `GET /` and
+    /// The live page (web/, built in: see `PageFile`): `GET /` and
     /// `GET /assets/{name}`. Open to anyone, even when tokens are configured:
     /// the page holds no model data, and its API calls carry the token.
     func addPageRoutes(to router: Router) {
         router.get("/", access: .open) { context in
-            .response(Self.page(WebAssets.index, request: context.request))
+            .response(Self.page(PageFile.index, request: context.request))
         }
         router.get("/assets/:name", access: .open) { context in
             let name = context.parameter("name")
-            guard let file = WebAssets.assets[name] else { throw APIError(404, "No resource at /assets/\(name)") }
+            guard let file = PageFile.assets[name] else { throw APIError(404, "No resource at /assets/\(name)") }
             return .response(Self.page(file, request: context.request))
         }
     }
@@ -19,7 +19,7 @@ extension ObservableAPI {
     /// A page file with its content type and ETag; `304` when
     /// `If-None-Match` names it. `no-cache`: a browser keeps the file but
     /// asks again each time, so a new build is seen at once.
-    static func page(_ file: WebAssets.File, request: HTTPRequest) -> HTTPResponse {
+    static func page(_ file: PageFile, request: HTTPRequest) -> HTTPResponse {
         var response = HTTPResponse(status: 200, body: file.bytes)
         if let match = request.header("If-None-Match"), EntityTag.list(match, contains: file.etag, weak: true) {
             response.status = 304

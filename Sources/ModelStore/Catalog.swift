@@ -9,11 +9,17 @@ public struct Catalog: Sendable {
     public let actions: [Action]
     public let reads: [Read]
     public let background: [any BackgroundWork]
+    /// The `NNNN_name.sql` files that make the tables, applied in order at
+    /// start (the engine's own tables come with the seed systems' first).
+    public let migrations: [(name: String, sql: String)]
     let singletons: [Resource]
     private let layouts: [ObjectIdentifier: TableLayout]
 
-    public init(resources: [Resource], actions: [Action] = [], reads: [Read] = [], background: [any BackgroundWork] = []) {
+    public init(resources: [Resource], actions: [Action] = [], reads: [Read] = [], background: [any BackgroundWork] = [],
+                migrations: [(name: String, sql: String)] = [])
+    {
         self.resources = resources
+        self.migrations = migrations
         self.actions = actions
         self.reads = reads
         self.background = background
@@ -30,7 +36,7 @@ public struct Catalog: Sendable {
     /// This catalog with the models, actions and reads of `other` after its own.
     public func adding(_ other: Catalog) -> Catalog {
         Catalog(resources: resources + other.resources, actions: actions + other.actions, reads: reads + other.reads,
-                background: background + other.background)
+                background: background + other.background, migrations: migrations + other.migrations)
     }
 
     func layout(of resource: Resource) -> TableLayout {

@@ -3,15 +3,11 @@ import SQLiteStore
 extension Store {
     public typealias Synchronous = Database.Synchronous
 
-    /// Applies pending migrations to the database at `databasePath`; returns their names.
-    public static func migrate(databasePath: String, migrationsFolder: String) throws -> [String] {
+    /// Applies the pending `migrations` (`NNNN_name.sql` files) to the
+    /// database at `databasePath`; returns their names.
+    public static func migrate(databasePath: String, migrations: [(name: String, sql: String)]) throws -> [String] {
         let database = try Database(path: databasePath)
         defer { database.close() }
-        return try Migrator(folder: migrationsFolder).migrate(database)
-    }
-
-    /// Finds the migrations folder (see `Migrator.locateFolder`).
-    public static func locateMigrations(explicit: String?) -> String? {
-        Migrator.locateFolder(explicit: explicit)
+        return try Migrator(files: migrations).migrate(database)
     }
 }

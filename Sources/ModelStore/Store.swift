@@ -16,14 +16,12 @@ import SQLiteStore
 public final class Store: Sendable {
     public struct Configuration: Sendable {
         public var databasePath: String
-        public var migrationsFolder: String
         public var retainChanges: Int = 100_000
         public var synchronous: Database.Synchronous = .normal
         public var maxReadsPerObserver: Int = 100_000
 
-        public init(databasePath: String, migrationsFolder: String) {
+        public init(databasePath: String) {
             self.databasePath = databasePath
-            self.migrationsFolder = migrationsFolder
         }
     }
 
@@ -48,7 +46,7 @@ public final class Store: Sendable {
     /// Opens the database, applies pending migrations and loads the state.
     public init(configuration: Configuration, catalog: Catalog, logger: Logger = Logger(label: "observable.store")) throws {
         let database = try Database(path: configuration.databasePath, synchronous: configuration.synchronous)
-        let applied = try Migrator(folder: configuration.migrationsFolder).migrate(database)
+        let applied = try Migrator(files: catalog.migrations).migrate(database)
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
         let storage = SQLiteStorage(database: database)
         var registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)

@@ -1,9 +1,11 @@
+import EmbeddedFiles
 import ModelStore
 
 /// The seed systems: every model the server serves by default, with the
 /// actions and reads that need code and the work that runs beside them.
 public enum SeedModels {
-    /// A new catalog of the seed systems (each with its own job runner).
+    /// A new catalog of the seed systems (each with its own job runner),
+    /// with the migrations of migrations/ as built in.
     public static func catalog() -> Catalog {
         let jobs = Jobs.Runner()
         return Catalog(
@@ -11,6 +13,7 @@ public enum SeedModels {
                         MemoryGame.games, Posts.posts],
             actions: Account.actions + DotGrid.actions + Jobs.actions(jobs) + MemoryGame.actions,
             reads: DotGrid.reads + Posts.reads,
-            background: [jobs])
+            background: [jobs],
+            migrations: Embedded.migrations.map { ($0.name, $0.text) })
     }
 }

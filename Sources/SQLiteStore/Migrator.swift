@@ -1,10 +1,5 @@
-import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// Applies the numbered SQL files of a folder (`0001_init.sql`, …) in order,
-/// each in its own transaction, and records each in `schema_migrations`.
+/// Applies numbered SQL migrations (`0001_init.sql`, …) in order, each in
+/// its own transaction, and records each in `schema_migrations`.
 public struct Migrator {
     public struct Migration: Sendable, Equatable {
         public let version: Int
@@ -13,13 +8,11 @@ public struct Migrator {
     }
 
     public enum MigratorError: Error, CustomStringConvertible {
-        case folderMissing(String)
         case badFileName(String)
         case duplicateVersion(Int)
 
         public var description: String {
             switch self {
-            case .folderMissing(let path): return "migrations folder not found: \(path)"
             case .badFileName(let name): return "migration file name must look like NNNN_name.sql: \(name)"
             case .duplicateVersion(let v): return "two migrations share version \(v)"
             }
@@ -28,18 +21,15 @@ public struct Migrator {
 
     public let migrations: [Migration]
 
-    /// Reads every `NNNN_name.sql` file of `folder`, sorted by number.
-    public init(folder: String) throws {
-        guard Self.isFolder(folder) else {
-            throw MigratorError.folderMissing(folder)
-        }
+    /// Takes `NNNN_name.sql` files, given by name and text, sorted by number.
+    public init(files: [(name: String, sql: String)]) throws {
         var found: [Migration] = []
-        for file in try FileManager.default.contentsOfDirectory(atPath: folder) where file.hasSuffix(".sql") {
+        for (file, sql) in files {
+            guard file.hasSuffix(".sql") else { throw MigratorError.badFileName(file) }
             let stem = file.dropLast(4)
             guard let underscore = stem.firstIndex(of: "_"), let version = Int(stem[..<underscore]) else {
                 throw MigratorError.badFileName(file)
             }
-            let sql = try String(contentsOfFile: folder + "/" + file, encoding: .utf8)
             found.append(Migration(version: version, name: String(stem), sql: sql))
         }
         found.sort { $0.version < $1.version }
@@ -71,36 +61,5 @@ public struct Migrator {
             names.append(migration.name)
         }
         return names
-    }
-
-    static func isFolder(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-    }
-
-    /// The running executable's path (found through `/proc/self/exe`, so a
-    /// binary started by bare name through `PATH` is found too).
-    public static var executablePath: String {
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    }
-
-    /// Finds the migrations folder: `explicit` when given; otherwise
-    /// `./migrations`, then a `migrations` or `share/observable-server/migrations`
-    /// folder beside the executable or in any folder above it.
-    public static func locateFolder(explicit: String?, executablePath: String = Migrator.executablePath) -> String? {
-        if let explicit { return explicit }
-        let fm = FileManager.default
-        let isFolder = Self.isFolder
-        let cwd = fm.currentDirectoryPath + "/migrations"
-        if isFolder(cwd) { return cwd }
-        var url = URL(fileURLWithPath: executablePath).resolvingSymlinksInPath().deletingLastPathComponent()
-        while url.path != "/" && !url.path.isEmpty {
-            for candidate in ["migrations", "share/observable-server/migrations"] {
-                let path = url.appendingPathComponent(candidate).path
-                if isFolder(path) { return path }
-            }
-            url = url.deletingLastPathComponent()
-        }
-        return nil
     }
 }

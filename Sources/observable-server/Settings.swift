@@ -1,6 +1,5 @@
 import ArgumentParser
 import FoundationEssentials
-import ModelStore
 
 /// A setting given by flag, else by its `OBSERVABLE_…` environment variable,
 /// else its default.
@@ -24,15 +23,5 @@ struct StoreOptions: ParsableArguments {
     @Option(help: "SQLite database file (env OBSERVABLE_DATABASE; default ./data/observable.sqlite).")
     var database: String?
 
-    @Option(help: "Folder of NNNN_name.sql migrations (env OBSERVABLE_MIGRATIONS; default: ./migrations, else found beside or above the executable).")
-    var migrations: String?
-
     var databasePath: String { setting(database, "OBSERVABLE_DATABASE") ?? "./data/observable.sqlite" }
-
-    func migrationsFolder() throws -> String {
-        guard let folder = Store.locateMigrations(explicit: setting(migrations, "OBSERVABLE_MIGRATIONS")) else {
-            throw ValidationError("cannot find the migrations folder; pass --migrations or set OBSERVABLE_MIGRATIONS")
-        }
-        return folder
-    }
 }

@@ -30,18 +30,12 @@ enum TodoList {
 }
 
 @Suite struct DeclaredModelTests {
-    /// A server for the seed systems plus the to-do list.
+    /// A server for the seed systems plus the to-do list: its declaration
+    /// and its migration, registered in one line.
     static func server(folder: String = temporaryFolder()) throws -> TestServer {
-        let migrations = folder + "/migrations"
-        try? FileManager.default.removeItem(atPath: migrations)
-        try FileManager.default.createDirectory(atPath: migrations, withIntermediateDirectories: true)
-        for file in try FileManager.default.contentsOfDirectory(atPath: migrationsFolder) {
-            try FileManager.default.copyItem(atPath: migrationsFolder + "/" + file, toPath: migrations + "/" + file)
-        }
-        try TodoList.migration.write(toFile: migrations + "/0100_todo_items.sql", atomically: true, encoding: .utf8)
-        return try TestServer(folder: folder) { configuration in
-            configuration.store.migrationsFolder = migrations
-            configuration.models = SeedModels.catalog().adding(Catalog(resources: [TodoList.items, TodoList.list]))
+        try TestServer(folder: folder) { configuration in
+            configuration.models = SeedModels.catalog().adding(
+                Catalog(resources: [TodoList.items, TodoList.list], migrations: [("0100_todo_items.sql", TodoList.migration)]))
         }
     }
 

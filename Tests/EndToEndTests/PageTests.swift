@@ -22,8 +22,7 @@ import Testing
             let response = try server.client.get(path)
             #expect(response.status == 200, "\(path)")
             #expect(response.header("Content-Type") == contentType, "\(path)")
-            // A difference here means web/ changed without scripts/embed-web.
-            #expect(response.body == (try Self.source(file)), "\(path) differs from web/\(file); run scripts/embed-web")
+            #expect(response.body == (try Self.source(file)), "\(path) differs from web/\(file)")
         }
         let listed = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("web").path)
         #expect(Set(listed.filter { !$0.hasPrefix(".") }) == Set(Self.files.map(\.file)))
@@ -51,6 +50,24 @@ import Testing
             #expect(stale.body == first.body)
         }
         #expect(try server.client.get("/").header("ETag") != server.client.get("/assets/app.js").header("ETag"))
+    }
+
+    /// The tag is the start of the file's SHA-256 (as `sha256sum` computes
+    /// it, independently of the build), so it changes exactly when the file does.
+    @Test func etagIsTheStartOfTheFilesSHA256() throws {
+        let server = try TestServer()
+        for (path, file, _) in Self.files {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+            process.arguments = [repositoryRoot.appendingPathComponent("web").appendingPathComponent(file).path]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let digest = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(32)
+            process.waitUntilExit()
+            #expect(digest.count == 32)
+            #expect(try server.client.get(path).header("ETag") == "\"" + digest + "\"", "\(path)")
+        }
     }
 
     @Test func unknownAssetsAreNotFoundAndWritesAreNotAllowed() throws {

@@ -182,11 +182,14 @@ import Testing
         #expect(daemon == nil)
     }
 
-    @Test func migrateCommandAppliesMigrationsAndExits() throws {
+    /// The migrations are built in: the command finds none on disk, as it
+    /// runs in an empty folder.
+    @Test func migrateCommandAppliesTheBuiltInMigrationsAndExits() throws {
         let folder = temporaryFolder()
         let process = Process()
         process.executableURL = ServerProcess.executable
-        process.arguments = ["migrate", "--database", folder + "/m.sqlite", "--migrations", migrationsFolder]
+        process.currentDirectoryURL = URL(fileURLWithPath: folder)
+        process.arguments = ["migrate", "--database", folder + "/m.sqlite"]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -197,5 +200,7 @@ import Testing
         let database = try SQLiteStore.Database(path: folder + "/m.sqlite")
         #expect(try database.rows("SELECT COUNT(*) FROM donuts").first?[0].int64 == 4)
         #expect(try database.rows("SELECT version FROM schema_migrations").first?[0].int64 == 1)
+        let files = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("migrations").path)
+        #expect(try database.rows("SELECT COUNT(*) FROM schema_migrations").first?[0].int64 == Int64(files.filter { $0.hasSuffix(".sql") }.count))
     }
 }

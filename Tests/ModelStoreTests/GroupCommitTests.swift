@@ -10,14 +10,10 @@ import Testing
 /// transaction, and still each have their own changes, seqs, transaction
 /// number and outcome.
 @Suite struct GroupCommitTests {
-    static let migrations = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("migrations").path
     static let glazed = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
 
     static func makeStore(folder: String = temporaryFolder()) throws -> Store {
-        try Store(configuration: Store.Configuration(databasePath: folder + "/observable.sqlite", migrationsFolder: migrations),
-                  catalog: SeedModels.catalog())
+        try Store(configuration: Store.Configuration(databasePath: folder + "/observable.sqlite"), catalog: SeedModels.catalog())
     }
 
     static func temporaryFolder() -> String {

@@ -5,16 +5,18 @@ import Testing
 @Suite struct MigratorTests {
     func folder() -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("migrator-" + UUID().uuidString).path
-        try? FileManager.default.createDirectory(atPath: path + "/migrations", withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }
 
+    /// Migrations are given in memory, in any order, and applied by number.
     @Test func appliesMigrationsInOrderOnceAndRecordsThem() throws {
-        let root = folder()
-        try "CREATE TABLE a (x INTEGER);".write(toFile: root + "/migrations/0001_a.sql", atomically: true, encoding: .utf8)
-        try "INSERT INTO a VALUES (2);".write(toFile: root + "/migrations/0002_fill.sql", atomically: true, encoding: .utf8)
-        let database = try Database(path: root + "/db/test.sqlite")
-        let migrator = try Migrator(folder: root + "/migrations")
+        let database = try Database(path: folder() + "/db/test.sqlite")
+        let migrator = try Migrator(files: [
+            ("0002_fill.sql", "INSERT INTO a VALUES (2);"),
+            ("0001_a.sql", "CREATE TABLE a (x INTEGER);"),
+        ])
+        #expect(migrator.migrations.map(\.version) == [1, 2])
         #expect(try migrator.migrate(database) == ["0001_a", "0002_fill"])
         #expect(try migrator.migrate(database) == [])
         #expect(try database.rows("SELECT x FROM a").map { $0[0] } == [.integer(2)])
@@ -22,19 +24,34 @@ import Testing
             [[.integer(1), .text("0001_a")], [.integer(2), .text("0002_fill")]])
     }
 
-    @Test func failingMigrationLeavesNothingBehind() throws {
-        let root = folder()
-        try "CREATE TABLE a (x INTEGER); INSERT INTO nowhere VALUES (1);".write(toFile: root + "/migrations/0001_bad.sql", atomically: true, encoding: .utf8)
-        let database = try Database(path: root + "/test.sqlite")
-        #expect(throws: SQLiteError.self) { try Migrator(folder: root + "/migrations").migrate(database) }
-        #expect(try database.rows("SELECT name FROM sqlite_master WHERE name = 'a'").isEmpty)
+    /// A later list that adds a migration applies only the new one.
+    @Test func appliesOnlyMigrationsNotYetRecorded() throws {
+        let database = try Database(path: folder() + "/test.sqlite")
+        try Migrator(files: [("0001_a.sql", "CREATE TABLE a (x INTEGER);")]).migrate(database)
+        let later = try Migrator(files: [
+            ("0001_a.sql", "CREATE TABLE a (x INTEGER);"),
+            ("0002_b.sql", "CREATE TABLE b (y INTEGER);"),
+        ])
+        #expect(try later.migrate(database) == ["0002_b"])
     }
 
-    @Test func refusesBadFileNamesAndMissingFolders() throws {
-        let root = folder()
-        try "".write(toFile: root + "/migrations/init.sql", atomically: true, encoding: .utf8)
-        #expect(throws: Migrator.MigratorError.self) { try Migrator(folder: root + "/migrations") }
-        #expect(throws: Migrator.MigratorError.self) { try Migrator(folder: root + "/nowhere") }
+    @Test func failingMigrationLeavesNothingBehind() throws {
+        let database = try Database(path: folder() + "/test.sqlite")
+        let migrator = try Migrator(files: [("0001_bad.sql", "CREATE TABLE a (x INTEGER); INSERT INTO nowhere VALUES (1);")])
+        #expect(throws: SQLiteError.self) { try migrator.migrate(database) }
+        #expect(try database.rows("SELECT name FROM sqlite_master WHERE name = 'a'").isEmpty)
+        #expect(try database.rows("SELECT COUNT(*) FROM schema_migrations").first?[0] == .integer(0))
+    }
+
+    @Test(arguments: ["init.sql", "0001-init.sql", "0001_init.txt", "x_init.sql"])
+    func refusesBadFileNames(_ name: String) throws {
+        #expect(throws: Migrator.MigratorError.self) { try Migrator(files: [(name, "")]) }
+    }
+
+    @Test func refusesTwoMigrationsWithOneVersion() throws {
+        #expect(throws: Migrator.MigratorError.self) {
+            try Migrator(files: [("0001_a.sql", ""), ("0001_b.sql", "")])
+        }
     }
 
     @Test func databaseUsesWAL() throws {

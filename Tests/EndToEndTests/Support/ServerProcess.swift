@@ -20,8 +20,8 @@ final class ServerProcess {
         logPath = folder + "/server-\(UUID().uuidString).log"
         FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = Self.executable
-        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", folder + "/observable.sqlite",
-                             "--migrations", migrationsFolder] + arguments
+        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", folder + "/observable.sqlite"]
+            + arguments
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardError = log
         process.standardOutput = log

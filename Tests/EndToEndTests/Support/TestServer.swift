@@ -8,7 +8,6 @@ import Models
 /// The repository's folder, found from this file's path.
 let repositoryRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-let migrationsFolder = repositoryRoot.appendingPathComponent("migrations").path
 
 /// A fresh temporary folder.
 func temporaryFolder() -> String {
@@ -28,7 +27,7 @@ final class TestServer {
     init(folder: String = temporaryFolder(), configure: (inout Application.Configuration) -> Void = { _ in }) throws {
         self.folder = folder
         var configuration = Application.Configuration(
-            store: Store.Configuration(databasePath: folder + "/observable.sqlite", migrationsFolder: migrationsFolder))
+            store: Store.Configuration(databasePath: folder + "/observable.sqlite"))
         configuration.http.host = "127.0.0.1"
         configuration.http.port = 0
         configuration.http.threads = 2

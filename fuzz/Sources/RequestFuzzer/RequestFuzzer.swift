@@ -53,7 +53,6 @@ final class Harness: @unchecked Sendable {  // used from libFuzzer's one thread 
     static let shared = Harness()
 
     let folder: String
-    let migrations: String
     let resetInterval: Int
     let allowServerErrors: Bool
     /// `FUZZ_VERBOSE=1`: print each request and its answer (to check seeds).
@@ -72,7 +71,6 @@ final class Harness: @unchecked Sendable {  // used from libFuzzer's one thread 
         let base = environment["FUZZ_TMPDIR"] ?? (FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory())
         folder = base + "/observable-fuzz-\(getpid())"
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        migrations = environment["OBSERVABLE_MIGRATIONS"] ?? Self.repositoryMigrations()
         resetInterval = Int(environment["FUZZ_RESET_EVERY"] ?? "") ?? 2000
         allowServerErrors = environment["FUZZ_ALLOW_500"] == "1"
         verbose = environment["FUZZ_VERBOSE"] == "1"
@@ -80,14 +78,6 @@ final class Harness: @unchecked Sendable {  // used from libFuzzer's one thread 
         logger.logLevel = .critical
         atexit { Harness.removeFolder() }
         reset()
-    }
-
-    /// `migrations/` of the repository this file belongs to.
-    static func repositoryMigrations() -> String {
-        // fuzz/Sources/RequestFuzzer/RequestFuzzer.swift -> repository root
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<4 { url.deleteLastPathComponent() }
-        return url.appendingPathComponent("migrations").path
     }
 
     static func removeFolder() {
@@ -106,9 +96,9 @@ final class Harness: @unchecked Sendable {  // used from libFuzzer's one thread 
         let path = folder + "/fuzz-\(generation).sqlite"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: folder + "/fuzz-\(generation - 1).sqlite" + suffix) }
         do {
-            store = try Store(configuration: Store.Configuration(databasePath: path, migrationsFolder: migrations), logger: logger)
+            store = try Store(configuration: Store.Configuration(databasePath: path), logger: logger)
         } catch {
-            fatalError("cannot open the fuzz store at \(path) with migrations \(migrations): \(error)")
+            fatalError("cannot open the fuzz store at \(path): \(error)")
         }
         // CORS on, tokens off: every route is reachable and the CORS paths run too.
         let api = ObservableAPI(store: store, policy: AccessPolicy(corsOrigins: ["https://app.example"]), daemonGauges: { (0, 0) })

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Instructions per request, counted by callgrind: repeatable whatever else
+the machine is doing, so two builds can be compared by a few percent.
+
+    bench/instructions.py --binary .build/release/observable-server [--requests 2000]
+
+Starts the server under valgrind (one HTTP thread), sends warm-up requests,
+switches instrumentation on, sends the measured requests on one keep-alive
+connection, dumps, and prints the instructions per request of each scenario.
+"""
+import argparse
+import glob
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
+
+
+def scenarios(observer):
+    order = json.dumps({"donutId": GLAZED, "quantity": 1})
+    return [
+        ("GET /truck/orderCount", "GET", "/truck/orderCount", None, {}),
+        ("GET /truck + Observer", "GET", "/truck", None, {"Observer": observer}),
+        ("POST /truck/orders", "POST", "/truck/orders", order, {"Content-Type": "application/json"}),
+        ("PATCH /truck/donuts/{id}", "PATCH", "/truck/donuts/" + GLAZED, None, {"Content-Type": "application/json"}),
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--port", type=int, default=18490)
+    parser.add_argument("--server-args", default="", help="extra arguments for the server (e.g. --migrations DIR)")
+    args = parser.parse_args()
+    folder = tempfile.mkdtemp(prefix="observable-instructions-")
+    results = {}
+    try:
+        for name, method, path, body, headers in scenarios("OBSERVER"):
+            out = os.path.join(folder, "callgrind.out")
+            for stale in glob.glob(out + "*"):
+                os.remove(stale)
+            database = os.path.join(folder, name.replace("/", "_").replace(" ", "_") + ".sqlite")
+            server = subprocess.Popen(
+                ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+                 args.binary, "serve", "--port", str(args.port), "--host", "127.0.0.1", "--threads", "1",
+                 "--database", database, "--log-level", "error"] + args.server_args.split(),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                connection = None
+                for _ in range(600):
+                    try:
+                        connection = http.client.HTTPConnection("127.0.0.1", args.port, timeout=60)
+                        connection.request("GET", "/healthz")
+                        connection.getresponse().read()
+                        break
+                    except OSError:
+                        time.sleep(0.1)
+                connection.request("POST", "/observers", body="{}")
+                observer = json.loads(connection.getresponse().read())["id"]
+                send_headers = {k: (observer if v == "OBSERVER" else v) for k, v in headers.items()}
+                if "Observer" in headers:
+                    send_headers["Observer"] = observer
+
+                def send(i):
+                    payload = body
+                    if method == "PATCH":
+                        payload = json.dumps({"name": f"Glazed {i % 2}"})
+                    connection.request(method, path, body=payload, headers=send_headers)
+                    response = connection.getresponse()
+                    response.read()
+                    if response.status >= 300:
+                        raise SystemExit(f"{name}: {response.status}")
+
+                for i in range(args.warmup):
+                    send(i)
+                subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True, capture_output=True)
+                for i in range(args.requests):
+                    send(i)
+                subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True, capture_output=True)
+            finally:
+                server.terminate()
+                server.wait(timeout=120)
+            total = 0
+            for dump in glob.glob(out + "*"):
+                with open(dump) as f:
+                    for line in f:
+                        match = re.match(r"(summary|totals): (\d+)", line)
+                        if match:
+                            total = max(total, int(match.group(2)))
+                            break
+            results[name] = total / args.requests
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    for name, per_request in results.items():
+        print(f"{name:28} {per_request:>10,.0f} instructions per request")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
