@@ -14,7 +14,8 @@ public struct ModelState: Sendable {
     /// The elements of the top-level collection `resource`, in creation order.
     public subscript(resource: Resource) -> PersistentOrderedDictionary<String, Record> {
         get { collections[ObjectIdentifier(resource)] ?? PersistentOrderedDictionary() }
-        set { collections[ObjectIdentifier(resource)] = newValue }
+        // In place: a copy would make every write copy what it changes.
+        _modify { yield &collections[ObjectIdentifier(resource), default: PersistentOrderedDictionary()] }
     }
 
     /// The object of the singleton `resource`.
@@ -24,5 +25,6 @@ public struct ModelState: Sendable {
             return record
         }
         set { singletons[ObjectIdentifier(resource)] = newValue }
+        _modify { yield &singletons[ObjectIdentifier(resource)]! }
     }
 }

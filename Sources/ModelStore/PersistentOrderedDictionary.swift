@@ -72,6 +72,11 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
         return (nil, newest)
     }
 
+    /// Whether `key` has a value, without copying the value out.
+    public func contains(_ key: Key) -> Bool {
+        find(key, hash: key.hashValue).slot != nil
+    }
+
     public subscript(key: Key) -> Value? {
         get {
             find(key, hash: key.hashValue).slot.flatMap { entry(at: $0)?.value }

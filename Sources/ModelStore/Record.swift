@@ -42,7 +42,7 @@ public struct Record: Sendable {
         let id = id ?? Identifier.make()
         let base = parentPath.map { $0 + "/" + resource.path } ?? resource.path
         return Record(resource: resource, id: id, path: base + "/" + id, position: 0,
-                      values: resource.fields.map { values[$0.name] ?? $0.defaultValue ?? .null })
+                      values: values.isEmpty ? resource.defaults : zip(resource.fieldNamesInOrder, resource.defaults).map { values[$0] ?? $1 })
     }
 
     /// The value of the stored field `name`.

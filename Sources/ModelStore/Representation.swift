@@ -98,6 +98,20 @@ public struct FieldSelection: Sendable {
     }
 }
 
+/// A member's name with its JSON key, `"name":`, encoded once.
+struct MemberName: Sendable {
+    let name: String
+    let encoded: [UInt8]
+
+    init(_ name: String) {
+        self.name = name
+        var encoded: [UInt8] = []
+        JSONWriter.writeString(name, into: &encoded)
+        encoded.append(UInt8(ascii: ":"))
+        self.encoded = encoded
+    }
+}
+
 /// Builds a representation field by field, writing the body as it goes
 /// and recording each field's key. Nested elements (`object` inside
 /// `elements`) are written into the same body.
@@ -124,6 +138,33 @@ public struct RepresentationBuilder {
         JSONWriter.writeString(name, into: &bytes)
         bytes.append(UInt8(ascii: ":"))
         needsComma = true
+    }
+
+    /// A name written as made once: `"name":`, escaped.
+    private mutating func name(_ name: MemberName) {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(contentsOf: name.encoded)
+        needsComma = true
+    }
+
+    /// A field whose name was encoded once and whose key the caller has:
+    /// the representation of a declared member.
+    mutating func field(_ name: MemberName, _ value: JSONValue, key: PropertyKey, _ selection: FieldSelection) {
+        guard selection.includes(name.name) else { return }
+        self.name(name)
+        JSONWriter.write(value, into: &bytes)
+        reads.append(key)
+    }
+
+    /// A nested array under a declared member's `name`, read as `key`.
+    mutating func elements(_ name: MemberName, key: PropertyKey, _ selection: FieldSelection,
+                           _ body: (inout RepresentationBuilder) -> Void)
+    {
+        guard selection.includes(name.name) else { return }
+        self.name(name)
+        needsComma = false
+        reads.append(key)
+        array(body)
     }
 
     /// A field that cannot change (an id): in the body, not a read.

@@ -30,7 +30,7 @@ public enum FoodTruck {
 
     @Sendable static func onTheMenu(_ state: ModelState, _ order: Record) throws {
         let donutId = order.string("donutId") ?? ""
-        guard state[donuts][donutId] != nil else { throw ModelError.unprocessable("no donut \(donutId) on the menu") }
+        guard state[donuts].contains(donutId) else { throw ModelError.unprocessable("no donut \(donutId) on the menu") }
     }
 }
 

@@ -35,26 +35,19 @@ extension Resource {
     /// The members of `record` into the object `builder` is writing.
     public func write(_ record: Record, in state: ModelState, into builder: inout RepresentationBuilder, _ selection: FieldSelection = .all) {
         if kind == .collection { builder.constant("id", .string(record.id)) }
-        var fieldIndex = 0, computedIndex = 0, nestedIndex = 0
-        for member in members {
-            switch member {
-            case .field(let field):
-                if field.isVisible { builder.field(field.name, record.values[fieldIndex], key: record.keys[fieldIndex], selection) }
-                fieldIndex += 1
-            case .computed(let computed):
-                if selection.includes(computed.name) {
-                    builder.field(computed.name, computed.value(state, record), key: record.keys[fields.count + computedIndex])
-                }
-                computedIndex += 1
-            case .collection(let collection):
-                let elements: PersistentOrderedDictionary<String, Record>
-                if collection.path.hasPrefix("/") {
-                    elements = state[collection]
-                } else {
-                    elements = record.children[nestedIndex]
-                    nestedIndex += 1
-                }
-                builder.elements(collection.name, selection) { builder in
+        for slot in slots {
+            switch slot.kind {
+            case .field(let index):
+                builder.field(slot.name, record.values[index], key: record.keys[index], selection)
+            case .computed(let value, let key):
+                guard selection.includes(slot.name.name) else { continue }
+                builder.field(slot.name, value(state, record), key: record.keys[key], selection)
+            case .collection(let collection, let nested):
+                let elements = nested.map { record.children[$0] } ?? state[collection]
+                // A top-level collection's membership is its own path; one
+                // inside an element is under the element's.
+                let key = nested == nil ? collection.membershipKey : PropertyKey(record.path, collection.name)
+                builder.elements(slot.name, key: key, selection) { builder in
                     for element in elements.values {
                         builder.object(resource: element.path) { collection.write(element, in: state, into: &$0) }
                     }

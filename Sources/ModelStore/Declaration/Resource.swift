@@ -50,7 +50,29 @@ public final class Resource: Sendable {
     public let nested: [Resource]
     /// Computed properties, in member order.
     public let computed: [Computed]
+    /// What the representation shows, in order, with names encoded once:
+    /// made from `members` so that a read copies no declaration.
+    let slots: [Slot]
+
+    struct Slot: Sendable {
+        enum Kind: Sendable {
+            /// A stored field, by its index in `fields` (and `Record.keys`).
+            case field(Int)
+            /// A computed property and the index of its key in `Record.keys`.
+            case computed(@Sendable (ModelState, Record) -> JSONValue, key: Int)
+            /// A collection, in the state (`nested` nil) or in the element.
+            case collection(Resource, nested: Int?)
+        }
+
+        let name: MemberName
+        let kind: Kind
+    }
     let fieldIndex: [String: Int]
+    /// Per stored field, in order: what a new element takes when not given,
+    /// and whether it is shown. Kept apart so that writes copy no `Field`.
+    let defaults: [JSONValue]
+    let fieldNamesInOrder: [String]
+    let shown: [Bool]
     /// Whether rows keep their creation order in a `position` column.
     let positioned: Bool
     /// The SQL order of rows when loading, when not by position.
@@ -89,7 +111,28 @@ public final class Resource: Sendable {
         self.fields = fields
         self.nested = nested
         computed = members.compactMap { if case .computed(let computed) = $0 { computed } else { nil } }
+        var slots: [Slot] = []
+        var storedIndex = 0, computedIndex = 0, nestedIndex = 0
+        for member in members {
+            switch member {
+            case .field(let field):
+                if field.isVisible { slots.append(Slot(name: MemberName(field.name), kind: .field(storedIndex))) }
+                storedIndex += 1
+            case .computed(let computed):
+                slots.append(Slot(name: MemberName(computed.name), kind: .computed(computed.value, key: fields.count + computedIndex)))
+                computedIndex += 1
+            case .collection(let collection) where collection.path.hasPrefix("/"):
+                slots.append(Slot(name: MemberName(collection.name), kind: .collection(collection, nested: nil)))
+            case .collection(let collection):
+                slots.append(Slot(name: MemberName(collection.name), kind: .collection(collection, nested: nestedIndex)))
+                nestedIndex += 1
+            }
+        }
+        self.slots = slots
         fieldIndex = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($1.name, $0) })
+        defaults = fields.map { $0.defaultValue ?? .null }
+        fieldNamesInOrder = fields.map(\.name)
+        shown = fields.map(\.isVisible)
         fieldNames = members.compactMap { member in
             switch member {
             case .field(let field): return field.isVisible ? field.name : nil
@@ -98,6 +141,7 @@ public final class Resource: Sendable {
             }
         }
         membershipKey = PropertyKey(path)
+        selectableFields = (kind == .collection ? ["id"] : []) + fieldNames
     }
 
     /// A collection of elements with server-made ids.
@@ -119,7 +163,7 @@ public final class Resource: Sendable {
     }
 
     /// The names `?fields=` may select: `id` for elements, then every shown member.
-    public var selectableFields: [String] { (kind == .collection ? ["id"] : []) + fieldNames }
+    public let selectableFields: [String]
     /// The names of the members shown, in order.
     public let fieldNames: [String]
     /// The key of a top-level collection's membership (`/truck/donuts`).
