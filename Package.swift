@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "Models", "SQLiteStore"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["API", "HTTPServer", "Models", "ModelStore", "JSON", "SQLiteStore"]
+            dependencies: ["API", "HTTPServer", "Models", "ModelStore", "SQLiteStore"]
         ),
     ]
 )

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import JSON
 import ModelStore
 @testable import Models
 import Testing

@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import ModelStore
 import Models
 import Testing

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import JSON
 import SQLiteStore
 import Testing
 

@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 /// Reads implied by inserts (SPEC 3a) survive a restart (SPEC 2), however

@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 /// Creates posts of these heights in order; returns their ids.

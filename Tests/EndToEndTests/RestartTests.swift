@@ -2,7 +2,6 @@ import Dispatch
 import API
 import Foundation
 import HTTPServer
-import JSON
 import ModelStore
 import Models
 import SQLiteStore

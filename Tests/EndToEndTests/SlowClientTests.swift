@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 /// Slow and greedy clients are cut off or refused while others are served.
