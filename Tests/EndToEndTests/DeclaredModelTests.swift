@@ -111,12 +111,3 @@ extension JSONValue {
         return .object(object)
     }
 }
-
-/// Waits until `condition` holds, failing after `timeout` seconds.
-func waitUntil(timeout: Double = 10, _ condition: () throws -> Bool) throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while try !condition() {
-        guard Date() < deadline else { throw TestHTTPError.io("condition not met within \(timeout) s") }
-        Thread.sleep(forTimeInterval: 0.005)
-    }
-}

@@ -172,7 +172,7 @@ private func gridDots(_ grid: JSONValue) -> [[JSONValue]] {
             }
         }
         let polls = try observers.mapValues { try parkPoll(server, $0, since: cursor, timeout: 2) }
-        Thread.sleep(forTimeInterval: 0.3)
+        try server.waitUntil(parked: 9)
         #expect(try client.get("/metrics").text.contains("observable_longpolls_parked 9"))
 
         let start = Date()
@@ -248,7 +248,7 @@ private func gridDots(_ grid: JSONValue) -> [[JSONValue]] {
             _ = try client.get("/grid/dots/\(id)", observer: neighbour)
             neighbours.append(try parkPoll(server, neighbour, since: cursor, timeout: 1))
         }
-        Thread.sleep(forTimeInterval: 0.2)
+        try server.waitUntil(parked: 3)
 
         let tap = try client.post("/grid/dots/\(tapped)/tap")
         #expect(tap.status == 200)
