@@ -72,6 +72,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
