@@ -73,6 +73,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Concurrency"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
