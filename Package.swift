@@ -78,6 +78,7 @@ let package = Package(
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
         .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "Models", "SQLiteStore"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "ModelStore", "JSON", "Concurrency"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["API", "HTTPServer", "Models", "ModelStore", "SQLiteStore"]

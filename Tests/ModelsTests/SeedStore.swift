@@ -1,0 +1,15 @@
+import Foundation
+import ModelStore
+@testable import Models
+
+/// A store of the seed systems on a fresh SQLite file, migrated but not
+/// serving: no background work runs unless a test starts it.
+func seedStore() throws -> Store {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("observable-models-" + UUID().uuidString).path
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    let migrations = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("migrations").path
+    return try Store(configuration: Store.Configuration(databasePath: folder + "/observable.sqlite", migrationsFolder: migrations),
+                     catalog: SeedModels.catalog())
+}
