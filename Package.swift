@@ -72,6 +72,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(name: "APITests", dependencies: ["API", "HTTPServer"]),
         .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Concurrency"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
