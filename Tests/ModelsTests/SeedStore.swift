@@ -1,6 +1,6 @@
 import Foundation
 import ModelStore
-@testable import Models
+import Models
 
 /// A store of the seed systems on a fresh SQLite file, migrated but not
 /// serving: no background work runs unless a test starts it.
