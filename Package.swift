@@ -77,14 +77,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(name: "APITests", dependencies: ["API", "HTTPServer"]),
+        .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Concurrency"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
-        .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "Models", "SQLiteStore"]),
+        .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "Models", "SQLiteStore", "JSON"]),
         .testTarget(name: "EmbeddedFilesTests", dependencies: ["EmbeddedFiles"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "ModelStore", "JSON", "Concurrency"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["API", "HTTPServer", "Models", "ModelStore", "JSON", "SQLiteStore"]
+            dependencies: ["API", "HTTPServer", "Models", "ModelStore", "SQLiteStore"]
         ),
     ]
 )

@@ -1,5 +1,4 @@
 @testable import API
-import JSON
 import Testing
 
 @Suite struct AccessTests {

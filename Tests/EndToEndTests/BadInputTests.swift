@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 /// Whatever a client sends, the server answers 4xx problem+json, keeps

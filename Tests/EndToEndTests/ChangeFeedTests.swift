@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 @Suite struct ChangeFeedTests {
@@ -24,7 +23,7 @@ import Testing
         let cursor = try #require(try client.get("/truck/orderCount", observer: id).cursor)
         let connection = try TestConnection(port: server.port)
         try connection.send("GET", "/observers/\(id)/changes?since=\(cursor)&timeout=30")
-        Thread.sleep(forTimeInterval: 0.2)
+        try server.waitUntil(parked: 1)
         #expect(try client.get("/metrics").text.contains("observable_longpolls_parked 1"))
         _ = try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": 1])
         let answer = try connection.receive()
@@ -134,7 +133,7 @@ import Testing
         _ = try client.get("/truck/orderCount", observer: id)
         let first = try TestConnection(port: server.port)
         try first.send("GET", "/observers/\(id)/changes?since=0&timeout=30")
-        Thread.sleep(forTimeInterval: 0.2)
+        try server.waitUntil(parked: 1)
         let second = try TestConnection(port: server.port)
         try second.send("GET", "/observers/\(id)/changes?since=0&timeout=30")
         let displaced = try first.receive()
@@ -154,13 +153,8 @@ import Testing
             try connection.send("GET", "/observers/\(id)/changes?since=0&timeout=30")
             connections.append(connection)
         }
-        var parked = ""
-        for _ in 0..<50 {
-            parked = try client.get("/metrics").text
-            if parked.contains("observable_longpolls_parked 500") { break }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        #expect(parked.contains("observable_longpolls_parked 500"))
+        try server.waitUntil(parked: 500)
+        #expect(try client.get("/metrics").text.contains("observable_longpolls_parked 500"))
         _ = try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": 1])
         var answered = 0
         for connection in connections {
@@ -178,10 +172,11 @@ import Testing
         do {
             let connection = try TestConnection(port: server.port)
             try connection.send("GET", "/observers/\(id)/changes?since=0&timeout=1")
-            Thread.sleep(forTimeInterval: 0.2)
+            try server.waitUntil(parked: 1)
         }  // the connection closes here
         #expect(try client.get("/metrics").text.contains("observable_longpolls_parked 1"))
-        Thread.sleep(forTimeInterval: 1.5)
+        // Freed by its 1 s timeout, as if the client were still there.
+        try server.waitUntil(parked: 0, timeout: 1.5)
         #expect(try client.get("/metrics").text.contains("observable_longpolls_parked 0"))
         #expect(try client.changes(id, timeout: 0).status == 200)
     }
@@ -192,7 +187,7 @@ import Testing
         let id = try client.observer()
         let connection = try TestConnection(port: server.port)
         try connection.send("GET", "/observers/\(id)/changes?timeout=30")
-        Thread.sleep(forTimeInterval: 0.2)
+        try server.waitUntil(parked: 1)
         #expect(try client.delete("/observers/\(id)").status == 204)
         #expect(try connection.receive().status == 404)
     }
@@ -204,7 +199,7 @@ import Testing
         _ = try client.patch("/truck", ["name": "Renamed"])
         let connection = try TestConnection(port: server.port)
         try connection.send("GET", "/observers/\(id)/changes?timeout=30")
-        Thread.sleep(forTimeInterval: 0.2)
+        try server.waitUntil(parked: 1)
         server.stop()
         let answer = try connection.receive()
         #expect(answer.status == 200)

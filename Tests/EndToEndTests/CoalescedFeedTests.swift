@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import JSON
 import ModelStore
 @testable import Models
 import Testing
@@ -9,16 +8,6 @@ import Testing
 /// over them, a long-poll goes on waiting, and every answer's cursor lets
 /// the next poll go on without losing or repeating a change.
 @Suite struct CoalescedFeedTests {
-    /// Waits until `condition` holds or `seconds` pass; tells whether it held.
-    static func waitUntil(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return true
-    }
-
     /// The first dot of the grid, read in full by a new observer.
     static func observeDot(_ client: TestClient) throws -> (observer: String, dot: String, cursor: Int64) {
         let dot = try #require(try client.get("/grid").json["rows"]?.arrayValue?.first?.arrayValue?.first?["id"]?.stringValue)
@@ -48,7 +37,8 @@ import Testing
         _ = try client.patch("/truck", ["name": "Food Truck"])
         let poll = try TestConnection(port: server.port)
         try poll.send("GET", "/observers/\(id)/changes?since=0&timeout=30&coalesce=true&limit=2")
-        #expect(Self.waitUntil { server.application.daemon.parkedCount == 1 }, "the poll answered instead of waiting")
+        // Parked, not answered: the changes it found all fold away.
+        try server.waitUntil(parked: 1)
         _ = try client.patch("/truck", ["name": "C"])
         let answer = try poll.receive().json
         #expect(answer == ["cursor": 3, "changes": [["seq": 3, "path": "/truck/name", "op": "set", "old": "Food Truck", "new": "C"]]])
@@ -81,7 +71,7 @@ import Testing
         let (id, dot, cursor) = try Self.observeDot(client)
         let poll = try TestConnection(port: server.port)
         try poll.send("GET", "/observers/\(id)/changes?since=\(cursor)&timeout=30&coalesce=true")
-        #expect(Self.waitUntil { server.application.daemon.parkedCount == 1 })
+        try server.waitUntil(parked: 1)
         // isTapAnimated true, then false, published at once: nothing to say.
         Self.commitTogether(server.application.store, [DotGrid.set(dot, "isTapAnimated", true),
                                                        DotGrid.set(dot, "isTapAnimated", false)])

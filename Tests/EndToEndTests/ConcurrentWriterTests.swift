@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import JSON
 import Testing
 
 /// Clients that PATCH the same resource with If-Match: exactly one wins each

@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import ModelStore
 import Models
 import Testing
@@ -115,14 +114,5 @@ extension JSONValue {
         guard var object = objectValue else { return self }
         object[key] = nil
         return .object(object)
-    }
-}
-
-/// Waits until `condition` holds, failing after `timeout` seconds.
-func waitUntil(timeout: Double = 10, _ condition: () throws -> Bool) throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while try !condition() {
-        guard Date() < deadline else { throw TestHTTPError.io("condition not met within \(timeout) s") }
-        Thread.sleep(forTimeInterval: 0.005)
     }
 }

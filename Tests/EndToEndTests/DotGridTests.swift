@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 /// The default grid's dot ids, row by row, from migration 0002.
@@ -37,7 +36,7 @@ private func gridDots(_ grid: JSONValue) -> [[JSONValue]] {
         #expect(grid.cursor == 0)
         #expect(grid.json == ["rows": .array(seedRows.map { row in .array(row.map { dot($0) }) })])
         #expect(gridDots(grid.json).map(\.count) == [3, 2, 4])
-        #expect(gridDots(grid.json)[0][0].objectValue?.keys == ["id", "isTapAnimated", "isRandomAnimated"])
+        #expect(grid.keyOrder?["rows"]?[0]?[0]?.keys == ["id", "isTapAnimated", "isRandomAnimated"])
         let cached = try server.client.get("/grid", headers: ["If-None-Match": grid.header("ETag") ?? ""])
         #expect(cached.status == 304)
     }
@@ -173,7 +172,7 @@ private func gridDots(_ grid: JSONValue) -> [[JSONValue]] {
             }
         }
         let polls = try observers.mapValues { try parkPoll(server, $0, since: cursor, timeout: 2) }
-        Thread.sleep(forTimeInterval: 0.3)
+        try server.waitUntil(parked: 9)
         #expect(try client.get("/metrics").text.contains("observable_longpolls_parked 9"))
 
         let start = Date()
@@ -181,7 +180,7 @@ private func gridDots(_ grid: JSONValue) -> [[JSONValue]] {
         #expect(random.status == 200)
         let row = try #require(random.json["row"]?.intValue)
         let col = try #require(random.json["col"]?.intValue)
-        #expect(random.json.objectValue?.keys == ["row", "col", "dot"])
+        #expect(random.keyOrder?.keys == ["row", "col", "dot"])
         let chosen = seedRows[Int(row)][Int(col)]
         #expect(random.json["dot"] == dot(chosen, random: true))
 
@@ -249,7 +248,7 @@ private func gridDots(_ grid: JSONValue) -> [[JSONValue]] {
             _ = try client.get("/grid/dots/\(id)", observer: neighbour)
             neighbours.append(try parkPoll(server, neighbour, since: cursor, timeout: 1))
         }
-        Thread.sleep(forTimeInterval: 0.2)
+        try server.waitUntil(parked: 3)
 
         let tap = try client.post("/grid/dots/\(tapped)/tap")
         #expect(tap.status == 200)

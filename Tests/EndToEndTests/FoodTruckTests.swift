@@ -1,4 +1,3 @@
-import JSON
 import Testing
 
 @Suite struct FoodTruckTests {
@@ -11,7 +10,7 @@ import Testing
         #expect(truck.json["donuts"]?.arrayValue?.count == 4)
         #expect(truck.json["orders"] == .array([]))
         #expect(truck.json["orderCount"] == 0)
-        #expect(truck.json.objectValue?.keys == ["name", "donuts", "orders", "orderCount"])
+        #expect(truck.keyOrder?.keys == ["name", "donuts", "orders", "orderCount"])
         #expect(truck.cursor == 0)
         #expect(truck.header("ETag") != nil)
     }
@@ -19,9 +18,9 @@ import Testing
     @Test func sparseFieldsetReturnsOnlyThoseFields() throws {
         let server = try TestServer()
         let truck = try server.client.get("/truck?fields=name,orderCount")
-        #expect(truck.json.objectValue?.keys == ["name", "orderCount"])
+        #expect(truck.keyOrder?.keys == ["name", "orderCount"])
         let donuts = try server.client.get("/truck/donuts?fields=name")
-        #expect(donuts.json["donuts"]?.arrayValue?.first?.objectValue?.keys == ["id", "name"])
+        #expect(donuts.keyOrder?["donuts"]?[0]?.keys == ["id", "name"])
         let bad = try server.client.get("/truck?fields=name,colour")
         #expect(bad.status == 400)
         #expect(bad.header("Content-Type") == "application/problem+json")
@@ -92,8 +91,8 @@ import Testing
         #expect(order.json == ["id": .string(id), "donutId": .string(Seed.glazed), "quantity": 3])
         #expect(try client.get("/truck/orderCount").json == ["orderCount": 1])
         #expect(try client.get("/truck/orders/\(id)").json == order.json)
-        // 2.0 is the integer 2.
-        let two = try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": 2.0])
+        // 2.0 is the integer 2. (Written by hand: Foundation would write 2.0 as 2.)
+        let two = try client.request("POST", "/truck/orders", body: Array(#"{"donutId":"\#(Seed.glazed)","quantity":2.0}"#.utf8))
         #expect(two.status == 201)
         #expect(two.json["quantity"] == 2)
         #expect(try client.delete(try #require(two.header("Location"))).status == 204)
@@ -163,7 +162,7 @@ import Testing
         #expect(response.header("Content-Type") == "application/problem+json")
         // Sent in chunks without a Content-Length.
         let connection = try TestConnection(port: server.port)
-        let body = JSONWriter.bytes(big)
+        let body = big.bytes
         var raw = Array("POST /truck/donuts HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
         for chunk in stride(from: 0, to: body.count, by: 500) {
             let piece = body[chunk..<min(chunk + 500, body.count)]

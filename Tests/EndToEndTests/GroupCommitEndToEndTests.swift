@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import JSON
 import SQLiteStore
 import Testing
 
@@ -79,8 +78,7 @@ import Testing
             }
         }
         // Stop in the middle of the storm: once orders are being acknowledged.
-        let storming = Date().addingTimeInterval(20)
-        while acknowledged.snapshot.ids.count < 100 && Date() < storming { Thread.sleep(forTimeInterval: 0.01) }
+        try waitUntil(timeout: 20) { acknowledged.snapshot.ids.count >= 100 }
         #expect(server.stop(signal: SIGTERM) == 0)
         #expect(group.wait(timeout: .now() + 30) == .success)
         let (ids, statuses) = acknowledged.snapshot

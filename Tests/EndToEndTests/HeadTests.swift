@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 /// A `HEAD` shows no values, so it tracks no reads; otherwise it answers as

@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 /// Reads implied by inserts (SPEC 3a) survive a restart (SPEC 2), however
@@ -13,16 +12,6 @@ import Testing
         init(_ value: Value) { storage = value }
         func update(_ body: (inout Value) -> Void) { lock.lock(); body(&storage); lock.unlock() }
         var value: Value { lock.lock(); defer { lock.unlock() }; return storage }
-    }
-
-    /// Waits until `condition` holds or `seconds` pass; tells whether it held.
-    static func waitUntil(_ seconds: Double = 60, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            Thread.sleep(forTimeInterval: 0.002)
-        }
-        return true
     }
 
     /// The ids of the donuts that `changes` inserted, and those it renamed.
@@ -70,13 +59,13 @@ import Testing
         for (index, observer) in observers.enumerated() {
             Thread.detachNewThread {
                 // Spread over the inserts, so that reads land while commits run.
-                _ = Self.waitUntil { added.value >= index * total / observerCount }
+                _ = try? waitUntil(timeout: 60, every: 0.002) { added.value >= index * total / observerCount }
                 let cursor = (try? client.get("/truck/donuts?fields=id", observer: observer))?.cursor
                 readCursors.update { $0[index] = cursor }
                 finished.update { $0 += 1 }
             }
         }
-        #expect(Self.waitUntil { finished.value == writerCount + observerCount })
+        try waitUntil(timeout: 60) { finished.value == writerCount + observerCount }
         #expect(added.value == total)
 
         // Which insert each observer receives: those after its read's cursor.

@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 @Suite struct JobsTests {
@@ -150,9 +149,9 @@ import Testing
         expected.append(["path": .string("/jobs/\(id)/isComplete"), "op": "set", "old": false, "new": true])
         #expect(changes.map { $0.removing("seq") } == expected)
         #expect(try client.get("/jobs/\(id)").json == ["id": .string(id), "progress": ["current": 1000, "total": 1000], "isComplete": true])
-        // A complete job is advanced no more.
-        Thread.sleep(forTimeInterval: 0.2)
-        #expect(try client.changes(observer, timeout: 0).json.changeList.isEmpty)
+        // A complete job is advanced no more: a long-poll over three of its
+        // intervals hears nothing (and would answer at once if it did).
+        #expect(try client.changes(observer, timeout: 0.2).json.changeList.isEmpty)
     }
 
     @Test func cancellingAJobRemovesItAndStopsItsChanges() throws {
@@ -185,7 +184,9 @@ import Testing
         #expect(listChanges.last?["op"] == "remove")
 
         let seq = try #require(try client.get("/healthz").json["seq"]?.intValue)
-        Thread.sleep(forTimeInterval: 0.25)
+        // Nothing more happens: a long-poll over a dozen of the job's
+        // intervals hears nothing (and would answer at once if it did).
+        #expect(try client.changes(observer, timeout: 0.25).json.changeList.isEmpty)
         #expect(try client.get("/healthz").json["seq"]?.intValue == seq)
         #expect(try client.changes(observer, timeout: 0).json.changeList.isEmpty)
     }
@@ -264,13 +265,18 @@ import Testing
         let server = try TestServer()
         let client = server.client
         let id = try #require(try client.post("/jobs", ["total": 1_000_000, "step": 1, "intervalMs": 10]).json["id"]?.stringValue)
-        Thread.sleep(forTimeInterval: 0.1)
+        try waitUntil { (try client.get("/jobs/\(id)").json["progress"]?["current"]?.intValue ?? 0) > 0 }
         let start = Date()
         server.application.store.stopBackgroundWork()
         #expect(Date().timeIntervalSince(start) < 0.5)
-        let frozen = try client.get("/jobs/\(id)").json["progress"]?["current"]?.intValue
+        let observer = try client.observer()
+        let read = try client.get("/jobs/\(id)", observer: observer)
+        let frozen = read.json["progress"]?["current"]?.intValue
         #expect((frozen ?? 0) > 0)
-        Thread.sleep(forTimeInterval: 0.1)
+        let cursor = try #require(read.cursor)
+        // Frozen: a long-poll over ten of the job's intervals hears nothing
+        // (and would answer at once if it did).
+        #expect(try client.changes(observer, since: cursor, timeout: 0.1).json.changeList.isEmpty)
         #expect(try client.get("/jobs/\(id)").json["progress"]?["current"]?.intValue == frozen)
     }
 
@@ -281,10 +287,9 @@ import Testing
         let id = try #require(try client.post("/jobs", ["total": 5000, "step": 1000, "intervalMs": 300]).json["id"]?.stringValue)
         let done = try #require(try client.post("/jobs", ["total": 10, "step": 10, "intervalMs": 10]).json["id"]?.stringValue)
         var before: Int64 = 0
-        let waitEnd = Date().addingTimeInterval(5)
-        while before < 2000 && Date() < waitEnd {
-            Thread.sleep(forTimeInterval: 0.02)
+        try waitUntil(timeout: 5) {
             before = try client.get("/jobs/\(id)").json["progress"]?["current"]?.intValue ?? 0
+            return before >= 2000
         }
         #expect(before == 2000)
         let start = Date()

@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 /// Random reads, writes and polls by several observers, checked against a
@@ -74,7 +73,7 @@ import Testing
     static func keys(of body: JSONValue, resource: String) -> [String] {
         guard let object = body.objectValue else { return [] }
         var keys: [String] = []
-        for (name, value) in object.entries where name != "id" {
+        for (name, value) in object where name != "id" {
             if let elements = value.arrayValue {
                 let collection = resource + "/" + name
                 keys.append(collection)

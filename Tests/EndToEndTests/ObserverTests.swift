@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 @Suite struct ObserverTests {
@@ -54,9 +53,12 @@ import Testing
         let id = try client.observer(ttl: 1)
         let kept = try client.observer(ttl: 1)
         _ = try client.get("/truck/orderCount", observer: id)
-        for _ in 0..<6 {
-            Thread.sleep(forTimeInterval: 0.4)
+        #expect(try client.metric("observable_observers") == 2)
+        // Until housekeeping drops the unused one (its TTL and then a pass),
+        // asked through /metrics: reading the observer would use it.
+        try waitUntil(timeout: 5, every: 0.1) {
             #expect(try client.changes(kept).status == 200)  // use keeps it alive
+            return try client.metric("observable_observers") == 1
         }
         #expect(try client.get("/observers/\(id)").status == 404)
         #expect(try client.get("/truck/orderCount", observer: id).status == 404)

@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Testing
 
 /// Creates posts of these heights in order; returns their ids.
@@ -185,7 +184,7 @@ private func columnIDs(_ response: TestResponse) -> [[String]] {
 
         var poll = try TestConnection(port: server.port)
         try poll.send("GET", "/observers/\(reader)/changes?since=\(cursor)&timeout=5")
-        Thread.sleep(forTimeInterval: 0.2)
+        try server.waitUntil(parked: 1)
         var start = Date()
         let added = try client.post("/posts", ["imageURL": "https://images.example/new.jpg", "height": 60])
         let addedID = try #require(added.json["id"]?.stringValue)
@@ -196,7 +195,7 @@ private func columnIDs(_ response: TestResponse) -> [[String]] {
 
         poll = try TestConnection(port: server.port)
         try poll.send("GET", "/observers/\(reader)/changes?since=\(cursor + 1)&timeout=5")
-        Thread.sleep(forTimeInterval: 0.2)
+        try server.waitUntil(parked: 1)
         start = Date()
         #expect(try client.delete("/posts/\(first)").status == 204)
         answer = try poll.receive()

@@ -1,4 +1,3 @@
-import JSON
 import Testing
 
 /// An observer hears about exactly the properties it read.

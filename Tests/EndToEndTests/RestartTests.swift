@@ -2,7 +2,6 @@ import Dispatch
 import API
 import Foundation
 import HTTPServer
-import JSON
 import ModelStore
 import Models
 import SQLiteStore
@@ -106,7 +105,7 @@ import Testing
         _ = try client.patch("/truck", ["name": "Before Stop"])
         let connection = try TestConnection(port: server.port)
         try connection.send("GET", "/observers/\(id)/changes?timeout=60")
-        Thread.sleep(forTimeInterval: 0.3)
+        try client.waitUntil(parked: 1)
         let start = Date()
         #expect(server.stop(signal: SIGTERM) == 0)
         #expect(Date().timeIntervalSince(start) < 5)
@@ -125,6 +124,7 @@ import Testing
     func sigtermWhileStartingStopsTheServerWithZero(marker: String, delay: Double) throws {
         let folder = temporaryFolder()
         let server = try ServerProcess(folder: folder, waitingFor: marker)
+        // The delay is the case under test: a signal at that moment of the start.
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
         let status = server.stop(signal: SIGTERM, within: 10)
         #expect(status == 0, "log: \(server.log)")
@@ -137,21 +137,21 @@ import Testing
     @Test func aStoppingServerRefusesNewConnectionsAndFinishesTheRequestInFlight() throws {
         let server = try TestServer()
         let port = server.port
-        // A request in flight: its head and half of its body.
+        // A request in flight: its head and half of its body. The server
+        // asks for the body (100 Continue) once it has taken the request in.
         let body = Array(#"{"donutId":"\#(Seed.glazed)","quantity":3}"#.utf8)
         let slow = try TestConnection(port: port)
-        try slow.sendRaw(Array("POST /truck/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
-                         + body.prefix(10))
+        try slow.sendRaw(Array(("POST /truck/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
+                                + "Expect: 100-continue\r\n\r\n").utf8))
+        #expect(try slow.receive(method: "POST").status == 100)
+        try slow.sendRaw(Array(body.prefix(10)))
         let application = server.application
-        let deadline = Date().addingTimeInterval(10)
-        while application.daemon.connectionCount < 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        Thread.sleep(forTimeInterval: 0.1)
         let stopped = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             application.stop()
             stopped.signal()
         }
-        while !application.daemon.isStopping && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        try waitUntil { application.daemon.isStopping }
         #expect(throws: (any Error).self) { try TestConnection(port: port, receiveTimeout: 2).request("GET", "/healthz") }
         try slow.sendRaw(Array(body.dropFirst(10)))
         let answer = try slow.receive(method: "POST")

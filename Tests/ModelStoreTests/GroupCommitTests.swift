@@ -209,7 +209,13 @@ import Testing
                 store.close()
                 closed.signal()
             }
-            Thread.sleep(forTimeInterval: 0.1)
+            // Closing has begun once a write is refused. Until then the
+            // probe, which changes nothing, queues like the orders.
+            try waitUntil {
+                let probe = store.submit(PreparedWrite<Void> { _ in }, wait: { true }, then: { _ in })
+                if case .failure = probe { return true }
+                return false
+            }
         }
         #expect(closed.wait(timeout: .now() + 30) == .success)
         let results = outcomes.wait()

@@ -11,16 +11,6 @@ import Testing
 @Suite struct ImpliedReadsTests {
     static let donuts = PropertyKey("/truck/donuts")
 
-    /// Waits until `condition` holds or `seconds` pass; tells whether it held.
-    static func waitUntil(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            Thread.sleep(forTimeInterval: 0.001)
-        }
-        return true
-    }
-
     /// The reads a store opened on `folder` loads for `observer`.
     static func storedReads(of observer: String, in folder: String) throws -> [PropertyKey: Int64] {
         let store = try GroupCommitTests.makeStore(folder: folder)
@@ -50,7 +40,7 @@ import Testing
                 #expect(throws: Never.self) { try store.track([Self.donuts], by: observer, at: readAt, now: marker) }
                 trackingDone.signal()
             }
-            return Self.waitUntil { store.registry.withLock { $0.observer(observer) }?.lastUsed == marker }
+            return (try? waitUntil { store.registry.withLock { $0.observer(observer) }?.lastUsed == marker }) != nil
         }
         let inserted = GroupCommitTests.Outcomes<Answer>()
         let probed = GroupCommitTests.Outcomes<Bool>()

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// The built `observable-server` executable run as a child process, for
 /// what needs a real process: restarts, `kill -9`, signals.
@@ -26,33 +27,29 @@ final class ServerProcess {
         process.standardError = log
         process.standardOutput = log
         try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if let marker, let text = try? String(contentsOfFile: logPath, encoding: .utf8), text.contains(marker) {
-                return
+        var started = false
+        // A marker is looked for often: a test signals the server the moment it shows.
+        _ = try? waitUntil(timeout: 20, every: marker == nil ? 0.01 : 0.001) { [process, logPath] in
+            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            if let marker {
+                started = text.contains(marker)
+            } else if let range = text.range(of: "listening on 127.0.0.1:"), let port = UInt16(text[range.upperBound...].prefix { $0.isNumber }) {
+                self.port = port
+                started = true
             }
-            if let text = try? String(contentsOfFile: logPath, encoding: .utf8),
-               let range = text.range(of: "listening on 127.0.0.1:")
-            {
-                let digits = text[range.upperBound...].prefix { $0.isNumber }
-                if let port = UInt16(digits) {
-                    self.port = port
-                    return
-                }
-            }
-            guard process.isRunning else { break }
-            Thread.sleep(forTimeInterval: marker == nil ? 0.05 : 0.001)
+            return started || !process.isRunning
         }
-        process.terminate()
-        throw TestHTTPError.io("server did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+        guard started else {
+            process.terminate()
+            throw TestHTTPError.io("server did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+        }
     }
 
     /// Sends `signal` and waits for the process to exit; returns its status.
     @discardableResult
     func stop(signal: Int32 = SIGTERM, within seconds: Double = 10) -> Int32? {
         kill(process.processIdentifier, signal)
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        _ = try? waitUntil(timeout: seconds) { [process] in !process.isRunning }
         guard !process.isRunning else {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

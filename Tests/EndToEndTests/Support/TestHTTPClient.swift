@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,7 +11,8 @@ struct TestResponse {
 
     func header(_ name: String) -> String? { headers[name.lowercased()] }
     var text: String { String(decoding: body, as: UTF8.self) }
-    var json: JSONValue { (try? JSONParser.parse(body)) ?? .null }
+    /// The body parsed by Foundation; null when it is not JSON.
+    var json: JSONValue { (try? JSONValue(parsing: body)) ?? .null }
     var cursor: Int64? { header("Observation-Cursor").flatMap { Int64($0) } }
 }
 
@@ -110,7 +110,7 @@ final class TestConnection {
     }
 
     func request(_ method: String, _ path: String, headers: [String: String] = [:], json: JSONValue? = nil, body: [UInt8]? = nil) throws -> TestResponse {
-        let payload = json.map { JSONWriter.bytes($0) } ?? body
+        let payload = json.map(\.bytes) ?? body
         var headers = headers
         if payload != nil && headers["Content-Type"] == nil { headers["Content-Type"] = "application/json" }
         try send(method, path, headers: headers, body: payload)
@@ -163,10 +163,4 @@ struct TestClient {
         if let since { query += "&since=\(since)" }
         return try get("/observers/\(observer)/changes?\(query)\(extra)")
     }
-}
-
-extension JSONValue {
-    /// The `changes` array of a feed answer.
-    var changeList: [JSONValue] { self["changes"]?.arrayValue ?? [] }
-    var changePaths: [String] { changeList.compactMap { $0["path"]?.stringValue } }
 }

@@ -17,4 +17,11 @@ import Testing
         #expect(response.header("x-a@") == "1")
         #expect(response.header("Content-Typ") == nil)
     }
+
+    @Test func aRequestHeaderIsFoundInAnyCaseAndARepeatedOneByItsLastValue() {
+        let request = HTTPRequest(method: "GET", path: "/", headerFields: [("Accept", "a"), ("X-Token", "1"), ("x-token", "2")])
+        #expect(request.header("accept") == "a")
+        #expect(request.header("X-TOKEN") == "2")
+        #expect(request.header("X-Tokens") == nil)
+    }
 }

@@ -1,0 +1,94 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An answer as read off the wire.
+struct RawResponse {
+    let status: Int
+    /// Header names in lower case.
+    let headers: [String: String]
+    let body: [UInt8]
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+struct RawConnectionError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// One TCP connection to the daemon under test, writing exactly the bytes
+/// a test gives it and reading answers framed by `Content-Length`.
+final class RawConnection {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: UInt16, receiveTimeout: Int = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawConnectionError(description: "socket: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            close(fd)
+            throw RawConnectionError(description: "connect: \(errno)")
+        }
+        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) throws {
+        try send(Array(text.utf8))
+    }
+
+    func send(_ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw RawConnectionError(description: "send: \(errno)") }
+            sent += n
+        }
+    }
+
+    /// Reads one answer.
+    func receive() throws -> RawResponse {
+        while true {
+            if let end = headEnd() {
+                var lines = String(decoding: buffer[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+                let statusLine = lines.removeFirst().split(separator: " ")
+                guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
+                    throw RawConnectionError(description: "bad status line")
+                }
+                var headers: [String: String] = [:]
+                for line in lines {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+                let length = status == 204 || status == 304 ? 0 : Int(headers["content-length"] ?? "0") ?? 0
+                while buffer.count < end + 4 + length { try fill() }
+                let body = Array(buffer[(end + 4)..<(end + 4 + length)])
+                buffer.removeFirst(end + 4 + length)
+                return RawResponse(status: status, headers: headers, body: body)
+            }
+            try fill()
+        }
+    }
+
+    private func headEnd() -> Int? {
+        guard buffer.count >= 4 else { return nil }
+        return (0...(buffer.count - 4)).first { buffer[$0] == 13 && buffer[$0 + 1] == 10 && buffer[$0 + 2] == 13 && buffer[$0 + 3] == 10 }
+    }
+
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { throw RawConnectionError(description: n == 0 ? "closed by the server" : "recv: \(errno)") }
+        buffer.append(contentsOf: chunk[..<n])
+    }
+}

@@ -1,0 +1,21 @@
+import Foundation
+import Testing
+
+/// A condition that did not come to hold in time.
+struct ConditionTimedOut: Error, CustomStringConvertible {
+    let timeout: Double
+    let sourceLocation: SourceLocation
+    var description: String { "condition not met within \(timeout) s (waited at \(sourceLocation))" }
+}
+
+/// Waits until `condition` holds, checking it every `step` seconds; throws
+/// `ConditionTimedOut` when it still does not after `timeout` seconds.
+func waitUntil(timeout: Double = 10, every step: Double = 0.001, sourceLocation: SourceLocation = #_sourceLocation,
+               _ condition: () throws -> Bool) throws
+{
+    let deadline = Date().addingTimeInterval(timeout)
+    while try !condition() {
+        guard Date() < deadline else { throw ConditionTimedOut(timeout: timeout, sourceLocation: sourceLocation) }
+        Thread.sleep(forTimeInterval: step)
+    }
+}
