@@ -401,6 +401,15 @@ final class RequestContext: @unchecked Sendable {
     var answered = false
     var parked: ParkedConnection?
 
+    init() {}
+
+    /// A request whose headers are in, for a harness that answers requests
+    /// without a daemon.
+    convenience init(method: String, url: String) {
+        self.init()
+        start(method: method, url: url)
+    }
+
     func start(method: String, url: String) {
         self.method = method
         self.url = url
