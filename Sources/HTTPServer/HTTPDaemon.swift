@@ -305,10 +305,8 @@ public final class HTTPDaemon: Sendable {
     /// answers nor closes the connection: so the query is read here and
     /// taken off the target, and libmicrohttpd parses none.
     func takeQuery(from target: UnsafePointer<CChar>, connection: OpaquePointer) -> UnsafeMutableRawPointer? {
-        var end = target
-        while end.pointee != 0, end.pointee != questionMark { end += 1 }
-        if end.pointee == 0 {
-            if endsBeforeVersion(end) { return nil }
+        guard let mark = strchr(target, Int32(UInt8(ascii: "?"))) else {
+            if endsBeforeVersion(target + strlen(target)) { return nil }
             // A NUL byte in the target hides the rest of it (and any query)
             // from this callback but not from libmicrohttpd: refused, and the
             // connection closed soon if the hidden query overflows the pool.
@@ -317,7 +315,7 @@ public final class HTTPDaemon: Sendable {
             context.refusal = Problem.response(400, "Bad Request", "The request target contains a NUL byte.")
             return Unmanaged.passRetained(context).toOpaque()
         }
-        let query = end + 1
+        let query = mark + 1
         let context = RequestContext()
         if let parameters = QueryString.parameters(query, limit: configuration.maxQueryParameters) {
             context.query = parameters
@@ -327,7 +325,7 @@ public final class HTTPDaemon: Sendable {
         }
         // libmicrohttpd parses the text after the `?` once this returns:
         // ended here, it is empty.
-        UnsafeMutablePointer(mutating: query).pointee = 0
+        query.pointee = 0
         return Unmanaged.passRetained(context).toOpaque()
     }
 
@@ -428,8 +426,6 @@ private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind
     box.values.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
     return .YES
 }
-
-private let questionMark = CChar(UInt8(ascii: "?"))
 
 /// Whether the NUL at `end` is the one libmicrohttpd wrote between the target
 /// and `HTTP/1.x` (the line's own end follows): otherwise the target holds a
