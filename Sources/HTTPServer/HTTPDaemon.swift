@@ -301,9 +301,11 @@ public final class HTTPDaemon: Sendable {
     /// Called with a request's target (path and query, as sent) before
     /// libmicrohttpd parses the query; the context returned becomes the
     /// request's. libmicrohttpd keeps each query parameter in the
-    /// connection's fixed memory pool and, when they overflow it, neither
-    /// answers nor closes the connection: so the query is read here and
-    /// taken off the target, and libmicrohttpd parses none.
+    /// connection's fixed memory pool and, when they overflow it, queues its
+    /// `431` but then waits for header lines it never reads: the request
+    /// hangs until the idle timeout. So the query is read here and ended
+    /// right after the `?` in libmicrohttpd's own buffer (which it splits in
+    /// place at that `?`), and libmicrohttpd parses no parameter.
     func takeQuery(from target: UnsafePointer<CChar>, connection: OpaquePointer) -> UnsafeMutableRawPointer? {
         guard let mark = strchr(target, Int32(UInt8(ascii: "?"))) else {
             if endsBeforeVersion(target + strlen(target)) { return nil }
