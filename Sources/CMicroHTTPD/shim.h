@@ -34,6 +34,10 @@ static inline size_t osv_unescape(void *cls, struct MHD_Connection *connection, 
     return (size_t)(out - s);
 }
 
+/* Called with a request's target before libmicrohttpd parses its query
+   (MHD_OPTION_URI_LOG_CALLBACK); its answer becomes the request's con_cls. */
+typedef void *(*osv_target_callback)(void *cls, const char *target, struct MHD_Connection *connection);
+
 struct osv_daemon_options {
     unsigned int thread_pool_size;
     unsigned int connection_limit;
@@ -41,6 +45,8 @@ struct osv_daemon_options {
     size_t connection_memory_limit;
     unsigned int listen_backlog;
     const struct sockaddr *bind_address; /* NULL: all interfaces on `port` */
+    osv_target_callback target_received;
+    void *target_received_cls;
 };
 
 static inline struct MHD_Daemon *
@@ -59,11 +65,18 @@ osv_start_daemon(unsigned int flags, uint16_t port,
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
         { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
         { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)osv_unescape, NULL },
+        { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)o->target_received, o->target_received_cls },
         { o->bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)o->bind_address },
         { MHD_OPTION_END, 0, NULL },
     };
     return MHD_start_daemon(flags, port, accept_policy, accept_cls, handler, handler_cls,
                             MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+}
+
+/* MHD_set_connection_option is variadic, which Swift cannot call. */
+static inline void osv_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds)
+{
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
 }
 
 static inline uint16_t osv_daemon_port(struct MHD_Daemon *daemon)

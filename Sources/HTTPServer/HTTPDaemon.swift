@@ -29,6 +29,8 @@ public final class HTTPDaemon: Sendable {
         public var connectionMemory: Int = 16 * 1024
         /// Largest accepted request body, in bytes.
         public var maxBody: Int = 1 << 20
+        /// Query parameters a request may have; one with more is answered `414`.
+        public var maxQueryParameters: Int = 100
         public var listenBacklog: Int = 4096
 
         public init() {}
@@ -83,14 +85,16 @@ public final class HTTPDaemon: Sendable {
             | UInt32(MHD_ALLOW_SUSPEND_RESUME.rawValue)
             | UInt32(MHD_USE_ERROR_LOG.rawValue)
         let c = configuration
+        let context = Unmanaged.passUnretained(self).toOpaque()
         var options = osv_daemon_options(
             thread_pool_size: UInt32(max(1, c.threads)),
             connection_limit: UInt32(c.connectionLimit),
             connection_timeout: UInt32(c.idleTimeout),
             connection_memory_limit: c.connectionMemory,
             listen_backlog: UInt32(c.listenBacklog),
-            bind_address: nil)
-        let context = Unmanaged.passUnretained(self).toOpaque()
+            bind_address: nil,
+            target_received: targetReceived,
+            target_received_cls: context)
 
         var v4 = sockaddr_in()
         var v6 = sockaddr_in6()
@@ -234,18 +238,13 @@ public final class HTTPDaemon: Sendable {
                 uploadSize: UnsafeMutablePointer<Int>, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result
     {
         guard let raw = contextSlot.pointee else {
-            // First call: headers are in. Reject an announced oversize body
-            // before reading it.
-            let context = RequestContext(method: methodName(method), url: String(cString: url))
+            let context = RequestContext()
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
-            inFlight.add(1, ordering: .relaxed)
-            if let length = lookup(connection, .HEADER_KIND, "Content-Length"), let size = Int(length), size > configuration.maxBody {
-                context.bodyTooLarge = true
-                return send(Problem.response(413, "Content Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
-            }
-            return .YES
+            return start(context, connection: connection, url: url, method: method)
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        // A request with a query has had its context since `takeQuery`.
+        guard context.isStarted else { return start(context, connection: connection, url: url, method: method) }
         if uploadSize.pointee > 0 {
             let size = uploadSize.pointee
             if context.bodyTooLarge || context.body.count + size > configuration.maxBody {
@@ -271,7 +270,7 @@ public final class HTTPDaemon: Sendable {
         let request = HTTPRequest(
             method: context.method,
             path: context.url,
-            query: queryArguments(connection),
+            query: context.query,
             headerFields: headerFields(connection),
             body: context.body)
         context.body = []
@@ -284,10 +283,61 @@ public final class HTTPDaemon: Sendable {
         }
     }
 
+    /// The first call for a request: its headers are in, its body is not.
+    private func start(_ context: RequestContext, connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>) -> MHD_Result {
+        context.start(method: methodName(method), url: String(cString: url))
+        inFlight.add(1, ordering: .relaxed)
+        if let refusal = context.refusal {
+            return send(refusal, on: connection, context: context)
+        }
+        // An announced oversize body is refused before it is read.
+        if let length = lookup(connection, .HEADER_KIND, "Content-Length"), let size = Int(length), size > configuration.maxBody {
+            context.bodyTooLarge = true
+            return send(Problem.response(413, "Content Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
+        }
+        return .YES
+    }
+
+    /// Called with a request's target (path and query, as sent) before
+    /// libmicrohttpd parses the query; the context returned becomes the
+    /// request's. libmicrohttpd keeps each query parameter in the
+    /// connection's fixed memory pool and, when they overflow it, queues its
+    /// `431` but then waits for header lines it never reads: the request
+    /// hangs until the idle timeout. So the query is read here and ended
+    /// right after the `?` in libmicrohttpd's own buffer (which it splits in
+    /// place at that `?`), and libmicrohttpd parses no parameter.
+    func takeQuery(from target: UnsafePointer<CChar>, connection: OpaquePointer) -> UnsafeMutableRawPointer? {
+        guard let mark = strchr(target, Int32(UInt8(ascii: "?"))) else {
+            if endsBeforeVersion(target + strlen(target)) { return nil }
+            // A NUL byte in the target hides the rest of it (and any query)
+            // from this callback but not from libmicrohttpd: refused, and the
+            // connection closed soon if the hidden query overflows the pool.
+            osv_set_connection_timeout(connection, 1)
+            let context = RequestContext()
+            context.refusal = Problem.response(400, "Bad Request", "The request target contains a NUL byte.")
+            return Unmanaged.passRetained(context).toOpaque()
+        }
+        let query = mark + 1
+        let context = RequestContext()
+        if let parameters = QueryString.parameters(query, limit: configuration.maxQueryParameters) {
+            context.query = parameters
+        } else {
+            context.refusal = Problem.response(
+                414, "URI Too Long", "A query may have at most \(configuration.maxQueryParameters) parameters.")
+        }
+        // libmicrohttpd parses the text after the `?` once this returns:
+        // ended here, it is empty.
+        query.pointee = 0
+        return Unmanaged.passRetained(context).toOpaque()
+    }
+
     func completed(contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         guard let slot = contextSlot, let raw = slot.pointee else { return }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
         slot.pointee = nil
+        // Ended before its headers were in (refused by libmicrohttpd, or the
+        // client left): never counted in flight.
+        guard context.isStarted else { return }
         if let parked = context.parked, parked.isParked {
             // Completed while still parked (the daemon is closing): forget it.
             _ = lot.withLock { $0.remove(parked) }
@@ -318,20 +368,6 @@ public final class HTTPDaemon: Sendable {
         MHD_lookup_connection_value(connection, kind, name).map { String(cString: $0) }
     }
 
-    /// The query arguments; a repeated name keeps its last value.
-    private func queryArguments(_ connection: OpaquePointer) -> [String: String] {
-        // Most requests have none: counted without building anything.
-        guard MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, nil, nil) > 0 else { return [:] }
-        let box = ValueCollector()
-        withExtendedLifetime(box) {
-            _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectValue, Unmanaged.passUnretained(box).toOpaque())
-        }
-        var query: [String: String] = [:]
-        query.reserveCapacity(box.values.count)
-        for (name, value) in box.values { query[name] = value }
-        return query
-    }
-
     /// The header fields as received.
     private func headerFields(_ connection: OpaquePointer) -> [(name: String, value: String)] {
         let box = ValueCollector()
@@ -351,16 +387,33 @@ struct DaemonPointer: @unchecked Sendable {
 /// calls back for one connection on one thread at a time, so the fields are
 /// never touched concurrently.
 final class RequestContext: @unchecked Sendable {
-    let method: String
-    let url: String
+    /// Known from the first call of the access handler, once the headers are in.
+    private(set) var method = ""
+    private(set) var url = ""
+    private(set) var isStarted = false
+    /// Read off the target before libmicrohttpd parses it (`takeQuery`).
+    var query: [String: String] = [:]
+    /// The answer to a request refused from its target alone, sent once its
+    /// headers are in.
+    var refusal: HTTPResponse?
     var body: [UInt8] = []
     var bodyTooLarge = false
     var answered = false
     var parked: ParkedConnection?
 
-    init(method: String, url: String) {
+    init() {}
+
+    /// A request whose headers are in, for a harness that answers requests
+    /// without a daemon.
+    convenience init(method: String, url: String) {
+        self.init()
+        start(method: method, url: url)
+    }
+
+    func start(method: String, url: String) {
         self.method = method
         self.url = url
+        isStarted = true
     }
 }
 
@@ -374,6 +427,17 @@ private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind
     let box = Unmanaged<ValueCollector>.fromOpaque(cls).takeUnretainedValue()
     box.values.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
     return .YES
+}
+
+/// Whether the NUL at `end` is the one libmicrohttpd wrote between the target
+/// and `HTTP/1.x` (the line's own end follows): otherwise the target holds a
+/// NUL byte. Reads stop at the first difference, so stay within the line.
+private func endsBeforeVersion(_ end: UnsafePointer<CChar>) -> Bool {
+    func byte(_ i: Int) -> UInt8 { UInt8(bitPattern: end[i]) }
+    func isDigit(_ i: Int) -> Bool { byte(i) >= UInt8(ascii: "0") && byte(i) <= UInt8(ascii: "9") }
+    return byte(1) == UInt8(ascii: "H") && byte(2) == UInt8(ascii: "T") && byte(3) == UInt8(ascii: "T")
+        && byte(4) == UInt8(ascii: "P") && byte(5) == UInt8(ascii: "/") && isDigit(6) && byte(7) == UInt8(ascii: ".")
+        && isDigit(8) && byte(9) == 0
 }
 
 /// The request method, as a string literal for the usual ones (no copy).
@@ -395,6 +459,11 @@ private func methodName(_ method: UnsafePointer<CChar>) -> String {
 private func acceptPolicy(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> MHD_Result {
     guard let cls else { return .YES }
     return Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().isStopping ? .NO : .YES
+}
+
+private func targetReceived(_ cls: UnsafeMutableRawPointer?, _ target: UnsafePointer<CChar>?, _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
+    guard let cls, let target, let connection else { return nil }
+    return Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().takeQuery(from: target, connection: connection)
 }
 
 private func accessHandler(

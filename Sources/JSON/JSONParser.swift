@@ -9,6 +9,8 @@ public struct JSONParseError: Error, Equatable, CustomStringConvertible {
 /// duplicate keys, nesting bounded so hostile input cannot exhaust the stack.
 public struct JSONParser {
     public static let defaultMaxDepth = 64
+    /// Keys an object may have before a repeated key is looked for by hashing.
+    static let keysSearchedInPlace = 16
 
     private let bytes: [UInt8]
     private var index = 0
@@ -70,7 +72,11 @@ public struct JSONParser {
         guard depth <= maxDepth else { throw fail("JSON nested deeper than \(maxDepth)") }
         index += 1
         var object = JSONObject()
-        var seen = Set<String>()
+        // A repeated key is looked for among the keys so far while they are
+        // few (most bodies have one to four, and searching a few short keys
+        // beats hashing them); past that in a set, so that a wide object
+        // parses in linear time.
+        var seen: Set<String>? = nil
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -80,12 +86,16 @@ public struct JSONParser {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
             let key = try parseString()
-            guard seen.insert(key).inserted else { throw fail("duplicate key \"\(key)\"") }
+            if seen == nil, object.count == Self.keysSearchedInPlace {
+                seen = Set(object.entries.lazy.map(\.key))
+            }
+            let isNew = seen != nil ? seen!.insert(key).inserted : !object.entries.contains { $0.key == key }
+            guard isNew else { throw fail("duplicate key \"\(key)\"") }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
-            object[key] = try parseValue(depth: depth)
+            object.appendParsed(key, try parseValue(depth: depth))
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of JSON") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }

@@ -88,6 +88,12 @@ public struct JSONObject: Sendable, Equatable {
         entries.append((key, value))
     }
 
+    /// Adds `key` at the end, unchecked even in debug builds: for the parser,
+    /// which has already refused a repeated key.
+    mutating func appendParsed(_ key: String, _ value: JSONValue) {
+        entries.append((key, value))
+    }
+
     public var keys: [String] { entries.map(\.key) }
     public var count: Int { entries.count }
 

@@ -65,3 +65,50 @@ import Testing
         #expect(try JSONParser.parse(text) == value)
     }
 }
+
+/// Objects with many keys parse in linear time with the same results as
+/// small ones: keys in order, a repeated key refused where it appears.
+@Suite struct WideObjectTests {
+    static func object(keys: [String]) -> String {
+        "{" + keys.enumerated().map { "\"\($0.element)\":\($0.offset)" }.joined(separator: ",") + "}"
+    }
+
+    @Test func aHundredThousandDistinctKeysKeepTheirOrderAndValues() throws {
+        let keys = (0..<100_000).map { "k\($0)" }
+        let object = try #require(try JSONParser.parse(Self.object(keys: keys)).objectValue)
+        #expect(object.count == keys.count)
+        #expect(object.keys == keys)
+        #expect(object.entries.enumerated().allSatisfy { $0.element.value == .int(Int64($0.offset)) })
+        #expect(object["k99999"] == .int(99_999))
+    }
+
+    /// Small objects search their keys and wide ones hash them: a repeat is
+    /// refused the same way on both sides of that switch, at the byte after it.
+    @Test(arguments: [2, 15, 16, 17, 100_000])
+    func aRepeatedKeyIsRefusedAtTheRepeat(keyCount: Int) throws {
+        for repeated in Set([0, (keyCount - 1) / 2, keyCount - 2]) {
+            let keys = (0..<keyCount - 1).map { "k\($0)" } + ["k\(repeated)"]
+            let text = Self.object(keys: keys)
+            let offset = Array(text.utf8).count - ":\(keyCount - 1)}".utf8.count
+            let error = #expect(throws: JSONParseError.self) { try JSONParser.parse(text) }
+            #expect(error?.message == "duplicate key \"k\(repeated)\"")
+            #expect(error?.offset == offset)
+        }
+    }
+
+    /// Keys are compared as Swift strings are: a precomposed and a decomposed
+    /// "é" are the same key, in a small object and in a wide one.
+    @Test(arguments: [1, 40])
+    func canonicallyEquivalentKeysAreRepeats(otherKeys: Int) {
+        let keys = (0..<otherKeys).map { "k\($0)" } + ["\u{E9}", "e\u{301}"]
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(Self.object(keys: keys)) }
+    }
+
+    @Test func wideObjectsNestedInArraysAndObjectsParse() throws {
+        let inner = Self.object(keys: (0..<1_000).map { "k\($0)" })
+        let value = try JSONParser.parse("{\"a\":[\(inner),\(inner)],\"b\":\(inner)}")
+        #expect(value["a"]?.arrayValue?.count == 2)
+        #expect(value["a"]?.arrayValue?.first?.objectValue?.count == 1_000)
+        #expect(value["b"]?["k999"] == .int(999))
+    }
+}
