@@ -117,6 +117,11 @@ public struct RouterResponder: HTTPResponder {
         self.literalRoutes = literalRoutes
     }
 
+    /// problem+json, as every error of the API.
+    public func refusal(status: Int, detail: String) -> HTTPResponse {
+        Problem.response(status, APIError.title(for: status), detail)
+    }
+
     public func respond(to request: HTTPRequest, connection: Connection) -> Reply {
         let cors = policy.corsHeaders(for: request)
         switch route(request, connection: connection, cors: cors) {

@@ -100,6 +100,21 @@ public final class ServiceThread: @unchecked Sendable {
         }
     }
 
+    /// Waits, in steps of `step` seconds, until `condition` holds or
+    /// `timeout` has passed (nil: no limit); returns whether it held. For a
+    /// stop that waits on what other threads finish (requests in flight).
+    @discardableResult
+    public static func wait(until condition: () -> Bool, timeout: Duration?, step: Double = 0.001) -> Bool {
+        let end = timeout.map { ServerClock.now.advanced(by: $0) }
+        while !condition() {
+            if let end, ServerClock.now >= end { return false }
+            var request = timespec(tv_sec: Int(step), tv_nsec: Int((step - Double(Int(step))) * 1_000_000_000))
+            var remaining = timespec()
+            while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
+        }
+        return true
+    }
+
     /// Names the calling thread (shown by `top -H`, `ps -L`, debuggers).
     static func nameCurrentThread(_ name: String) {
         let fd = open("/proc/thread-self/comm", O_WRONLY)

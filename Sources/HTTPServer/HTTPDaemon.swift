@@ -58,8 +58,8 @@ public final class HTTPDaemon: Sendable {
     /// Connections suspended by `suspend` and not yet answered.
     private let suspended = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
-    private let timerRunning = Atomic<Bool>(false)
-    private let timerExited = Locked(false)
+    /// Answers parked connections whose deadline passed.
+    private let deadlines = Locked<ServiceThread?>(nil)
     private let boundPort = Atomic<UInt16>(0)
 
     public init(configuration: Configuration, responder: any HTTPResponder, logger: Logger = Logger(label: "observable.http")) {
@@ -140,14 +140,13 @@ public final class HTTPDaemon: Sendable {
         stopping.store(true, ordering: .sequentiallyConsistent)
         let parked = lot.withLock { $0.removeAll() }
         resume(parked.map { ($0, $0.onDeadline()) })
-        BackgroundThread.sleep(until: { inFlight.load(ordering: .acquiring) == 0 }, timeout: grace, step: 0.01)
+        ServiceThread.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, timeout: grace, step: 0.01)
         // A suspended connection must be resumed before the daemon stops,
         // and writes waiting for their commit are answered soon: wait for
         // them past the grace (bounded all the same).
-        BackgroundThread.sleep(until: { suspended.load(ordering: .sequentiallyConsistent) == 0 }, timeout: .seconds(60))
-        timerRunning.store(false, ordering: .releasing)
+        ServiceThread.wait(until: { suspended.load(ordering: .sequentiallyConsistent) == 0 }, timeout: .seconds(60))
         // The clock resumes connections: it is done before the daemon stops.
-        BackgroundThread.sleep(until: { timerExited.withLock { $0 } }, timeout: .seconds(2))
+        deadlines.withLock { $0 }?.stop(timeout: .seconds(2))
         daemon.withLock { $0 = nil }
         MHD_stop_daemon(current.raw)
     }
@@ -174,7 +173,7 @@ public final class HTTPDaemon: Sendable {
     func park(_ connection: ConnectionPointer, context: RequestContext, timeout: Duration, onDeadline: @escaping @Sendable () -> HTTPResponse) -> ParkedConnection? {
         guard !stopping.load(ordering: .acquiring) else { return nil }
         let id = nextParkID.add(1, ordering: .relaxed).oldValue
-        let parked = ParkedConnection(id: id, connection: connection, deadline: .now + timeout, onDeadline: onDeadline)
+        let parked = ParkedConnection(id: id, connection: connection, deadline: ServerClock.now.advanced(by: timeout), onDeadline: onDeadline)
         MHD_suspend_connection(connection.raw)
         context.parked = parked
         lot.withLock { $0.insert(parked) }
@@ -194,8 +193,8 @@ public final class HTTPDaemon: Sendable {
             return nil
         }
         // Not in the parking lot: no deadline, and `stop` does not answer it.
-        let parked = ParkedConnection(id: 0, connection: connection, deadline: .now, onDeadline: {
-            Problem.response(503, "Service Unavailable", "The server stopped before the answer was ready.")
+        let parked = ParkedConnection(id: 0, connection: connection, deadline: ServerClock.now, onDeadline: {
+            self.responder.refusal(status: 503, detail: "The server stopped before the answer was ready.")
         })
         MHD_suspend_connection(connection.raw)
         context.parked = parked
@@ -209,22 +208,19 @@ public final class HTTPDaemon: Sendable {
     }
 
     private func startTimer() {
-        timerRunning.store(true, ordering: .releasing)
-        BackgroundThread.start(name: "observable.deadlines") { [weak self, timerExited] in
+        let thread = ServiceThread.start(name: "observable.deadlines") { [weak self] thread in
             // The daemon is held only while expired polls are answered, not
             // while the clock sleeps: a stopped daemon is freed at once.
-            while HTTPDaemon.answerExpired(self) {
-                BackgroundThread.sleep(seconds: 0.01)
-            }
-            timerExited.withLock { $0 = true }
+            while !thread.sleep(seconds: 0.01) && HTTPDaemon.answerExpired(self) {}
         }
+        deadlines.withLock { $0 = thread }
     }
 
     /// Answers the parked connections whose deadline passed; false once the
     /// daemon is gone or stopping.
     private static func answerExpired(_ daemon: HTTPDaemon?) -> Bool {
-        guard let daemon, daemon.timerRunning.load(ordering: .acquiring) else { return false }
-        let expired = daemon.lot.withLock { $0.removeExpired(now: .now) }
+        guard let daemon else { return false }
+        let expired = daemon.lot.withLock { $0.removeExpired(now: ServerClock.now) }
         // Already removed from the lot: settle and resume directly.
         for parked in expired where parked.settle(with: parked.onDeadline()) {
             MHD_resume_connection(parked.connection.raw)
@@ -265,7 +261,7 @@ public final class HTTPDaemon: Sendable {
         }
         if context.answered { return .YES }
         if context.bodyTooLarge {
-            return send(Problem.response(413, "Content Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
+            return send(responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
         }
         let request = HTTPRequest(
             method: context.method,
@@ -293,7 +289,7 @@ public final class HTTPDaemon: Sendable {
         // An announced oversize body is refused before it is read.
         if let length = lookup(connection, .HEADER_KIND, "Content-Length"), let size = Int(length), size > configuration.maxBody {
             context.bodyTooLarge = true
-            return send(Problem.response(413, "Content Too Large", "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
+            return send(responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
         }
         return .YES
     }
@@ -314,7 +310,7 @@ public final class HTTPDaemon: Sendable {
             // connection closed soon if the hidden query overflows the pool.
             osv_set_connection_timeout(connection, 1)
             let context = RequestContext()
-            context.refusal = Problem.response(400, "Bad Request", "The request target contains a NUL byte.")
+            context.refusal = responder.refusal(status: 400, detail: "The request target contains a NUL byte.")
             return Unmanaged.passRetained(context).toOpaque()
         }
         let query = mark + 1
@@ -322,8 +318,8 @@ public final class HTTPDaemon: Sendable {
         if let parameters = QueryString.parameters(query, limit: configuration.maxQueryParameters) {
             context.query = parameters
         } else {
-            context.refusal = Problem.response(
-                414, "URI Too Long", "A query may have at most \(configuration.maxQueryParameters) parameters.")
+            context.refusal = responder.refusal(
+                status: 414, detail: "A query may have at most \(configuration.maxQueryParameters) parameters.")
         }
         // libmicrohttpd parses the text after the `?` once this returns:
         // ended here, it is empty.

@@ -13,13 +13,13 @@ public final class ParkedConnection: Sendable {
     }
 
     let id: UInt64
-    let deadline: ContinuousClock.Instant
+    let deadline: ServerClock.Instant
     /// Builds the answer when the deadline passes or the server stops.
     let onDeadline: @Sendable () -> HTTPResponse
     let connection: ConnectionPointer
     private let state = Locked<State>(.parked)
 
-    init(id: UInt64, connection: ConnectionPointer, deadline: ContinuousClock.Instant, onDeadline: @escaping @Sendable () -> HTTPResponse) {
+    init(id: UInt64, connection: ConnectionPointer, deadline: ServerClock.Instant, onDeadline: @escaping @Sendable () -> HTTPResponse) {
         self.id = id
         self.connection = connection
         self.deadline = deadline

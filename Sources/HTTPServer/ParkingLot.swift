@@ -1,9 +1,10 @@
+import Concurrency
 import HeapModule
 
 /// Every parked connection, by id and by deadline.
 struct ParkingLot {
     private struct Entry: Comparable {
-        let deadline: ContinuousClock.Instant
+        let deadline: ServerClock.Instant
         let id: UInt64
         static func < (a: Entry, b: Entry) -> Bool {
             a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id)
@@ -26,7 +27,7 @@ struct ParkingLot {
     }
 
     /// Removes and returns every connection whose deadline is at or before `now`.
-    mutating func removeExpired(now: ContinuousClock.Instant) -> [ParkedConnection] {
+    mutating func removeExpired(now: ServerClock.Instant) -> [ParkedConnection] {
         var expired: [ParkedConnection] = []
         while let first = deadlines.min, first.deadline <= now {
             deadlines.removeMin()

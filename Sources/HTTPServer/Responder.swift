@@ -9,4 +9,15 @@ public enum Reply: Sendable {
 /// Turns requests into replies; called on libmicrohttpd's threads.
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest, connection: Connection) -> Reply
+    /// The answer to a request the daemon refuses before any route sees it
+    /// (a body over the limit, a query with too many parameters): the
+    /// responder chooses its form.
+    func refusal(status: Int, detail: String) -> HTTPResponse
+}
+
+extension HTTPResponder {
+    /// Plain text, for a responder that chooses nothing else.
+    public func refusal(status: Int, detail: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(detail.utf8))
+    }
 }

@@ -61,3 +61,13 @@ import Testing
         #expect(thread.join(timeout: .seconds(10)))
     }
 }
+
+@Suite struct WaitingTests {
+    @Test func waitTellsWhetherTheConditionCameToHold() {
+        #expect(ServiceThread.wait(until: { true }, timeout: .milliseconds(10)))
+        #expect(!ServiceThread.wait(until: { false }, timeout: .milliseconds(20)))
+        let ran = Locked(false)
+        ServiceThread.start(name: "test.once") { _ in ran.withLock { $0 = true } }
+        #expect(ServiceThread.wait(until: { ran.withLock { $0 } }, timeout: .seconds(10)))
+    }
+}

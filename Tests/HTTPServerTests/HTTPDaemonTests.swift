@@ -14,6 +14,11 @@ final class EchoResponder: HTTPResponder {
 
     static let deadlineAnswer = HTTPResponse(status: 204, headers: [("X-Answered-By", "deadline")])
 
+    /// The daemon's refusals take the form the responder gives them.
+    func refusal(status: Int, detail: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "text/x-refusal")], body: Array(detail.utf8))
+    }
+
     func respond(to request: HTTPRequest, connection: Connection) -> Reply {
         requests.withLock { $0.append(request) }
         switch request.path {
@@ -73,7 +78,8 @@ final class EchoResponder: HTTPResponder {
         defer { daemon.stop() }
         let announced = try Self.request(daemon, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n" + String(repeating: "a", count: 17))
         #expect(announced.status == 413)
-        #expect(announced.headers["content-type"] == "application/problem+json")
+        #expect(announced.headers["content-type"] == "text/x-refusal")
+        #expect(announced.text == "The request body exceeds 16 bytes.")
         // Without a length announced, the body is counted as it arrives.
         let chunked = try Self.request(daemon, "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             + "a\r\naaaaaaaaaa\r\na\r\naaaaaaaaaa\r\n0\r\n\r\n")
