@@ -78,17 +78,19 @@ let package = Package(
             ]
         ),
         .testTarget(name: "APITests", dependencies: ["API", "HTTPServer"]),
-        .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Concurrency"]),
+        .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Concurrency", "TestSupport"]),
+        // What the test targets share: waiting on a condition with a deadline.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
-        .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "Models", "SQLiteStore", "JSON"]),
+        .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "Models", "SQLiteStore", "JSON", "TestSupport"]),
         .testTarget(name: "EmbeddedFilesTests", dependencies: ["EmbeddedFiles"]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "ModelStore", "JSON", "Concurrency"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "ModelStore", "JSON", "Concurrency", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["API", "HTTPServer", "Models", "ModelStore", "SQLiteStore"]
+            dependencies: ["API", "HTTPServer", "Models", "ModelStore", "SQLiteStore", "TestSupport"]
         ),
     ]
 )

@@ -1,5 +1,6 @@
 import Concurrency
 import Testing
+import TestSupport
 
 @Suite struct ConditionLockTests {
     @Test func aTimedWaitReturnsAtItsDeadline() {

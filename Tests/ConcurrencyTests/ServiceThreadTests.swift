@@ -1,6 +1,7 @@
 import Concurrency
 import Foundation
 import Testing
+import TestSupport
 
 /// The one way a background thread runs and stops: `stop` wakes it from
 /// `sleep` and returns once its body has.

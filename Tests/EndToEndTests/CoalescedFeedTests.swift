@@ -3,6 +3,7 @@ import Foundation
 import ModelStore
 @testable import Models
 import Testing
+import TestSupport
 
 /// With `coalesce=true`, changes that fold away say nothing: a poll passes
 /// over them, a long-poll goes on waiting, and every answer's cursor lets

@@ -2,6 +2,7 @@ import Foundation
 import ModelStore
 import Models
 import Testing
+import TestSupport
 
 /// A model declared here, in the test, and nowhere else: its declaration,
 /// its migration and one line of registration are all it takes to be

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The default grid's dot ids, row by row, from migration 0002.
 private let seedRows: [[String]] = [

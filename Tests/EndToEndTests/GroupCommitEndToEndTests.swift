@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import SQLiteStore
 import Testing
+import TestSupport
 
 /// Many clients writing at once: their writes share transactions, and each
 /// is still answered after its own commit, counted once, and kept.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Reads implied by inserts (SPEC 3a) survive a restart (SPEC 2), however
 /// the reads of the collection interleave with the commits of the inserts.

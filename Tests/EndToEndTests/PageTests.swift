@@ -1,6 +1,7 @@
 import API
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct PageTests {
     /// What the page is made of: the path it is served at, its file in web/,

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Creates posts of these heights in order; returns their ids.
 private func createPosts(_ client: TestClient, heights: [JSONValue]) throws -> [String] {

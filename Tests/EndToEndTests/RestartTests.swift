@@ -6,6 +6,7 @@ import ModelStore
 import Models
 import SQLiteStore
 import Testing
+import TestSupport
 
 @Suite struct RestartTests {
     @Test func stateObserversReadsAndCursorsSurviveARestart() throws {

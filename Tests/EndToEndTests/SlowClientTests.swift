@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Slow and greedy clients are cut off or refused while others are served.
 @Suite struct SlowClientTests {

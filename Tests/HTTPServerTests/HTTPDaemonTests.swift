@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HTTPServer
 import Testing
+import TestSupport
 
 /// A responder of the test's own, knowing nothing of models: `/park` parks
 /// its connection (for `?timeout=` seconds), `/suspend` suspends it, and

@@ -5,6 +5,7 @@ import JSON
 import Models
 import SQLiteStore
 import Testing
+import TestSupport
 
 /// Writes submitted while another holds the writer commit together, in one
 /// transaction, and still each have their own changes, seqs, transaction

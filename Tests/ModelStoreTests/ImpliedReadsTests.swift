@@ -4,6 +4,7 @@ import ModelObservation
 @testable import ModelStore
 import Models
 import Testing
+import TestSupport
 
 /// An observer that reads a collection has read the elements inserted later
 /// (SPEC 3a), and reads survive a restart (SPEC 2): the reads an insert

@@ -1,6 +1,7 @@
 import Concurrency
 @testable import Models
 import Testing
+import TestSupport
 
 /// The scheduler's thread, with an `advance` of the test's own.
 @Suite struct JobSchedulerTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The built `observable-server` executable run as a child process, for
 /// what needs a real process: restarts, `kill -9`, signals.

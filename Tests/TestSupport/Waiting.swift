@@ -2,17 +2,17 @@ import Foundation
 import Testing
 
 /// A condition that did not come to hold in time.
-struct ConditionTimedOut: Error, CustomStringConvertible {
-    let timeout: Double
-    let sourceLocation: SourceLocation
-    var description: String { "condition not met within \(timeout) s (waited at \(sourceLocation))" }
+public struct ConditionTimedOut: Error, CustomStringConvertible {
+    public let timeout: Double
+    public let sourceLocation: SourceLocation
+    public var description: String { "condition not met within \(timeout) s (waited at \(sourceLocation))" }
 }
 
 /// Waits until `condition` holds, checking it every `step` seconds; throws
 /// `ConditionTimedOut` when it still does not after `timeout` seconds. The
-/// one way these tests wait for another thread: on what it does, with a
-/// deadline, never for a fixed time.
-func waitUntil(timeout: Double = 10, every step: Double = 0.001, sourceLocation: SourceLocation = #_sourceLocation,
+/// one way the tests wait for something to happen: on an observable fact,
+/// with a deadline, never for a fixed time.
+public func waitUntil(timeout: Double = 10, every step: Double = 0.005, sourceLocation: SourceLocation = #_sourceLocation,
                _ condition: () throws -> Bool) throws
 {
     let deadline = Date().addingTimeInterval(timeout)
