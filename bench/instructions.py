@@ -27,6 +27,7 @@ def scenarios(observer):
     order = json.dumps({"donutId": GLAZED, "quantity": 1})
     return [
         ("GET /truck/orderCount", "GET", "/truck/orderCount", None, {}),
+        ("GET /grid", "GET", "/grid", None, {}),
         ("GET /truck + Observer", "GET", "/truck", None, {"Observer": observer}),
         ("POST /truck/orders", "POST", "/truck/orders", order, {"Content-Type": "application/json"}),
         ("PATCH /truck/donuts/{id}", "PATCH", "/truck/donuts/" + GLAZED, None, {"Content-Type": "application/json"}),

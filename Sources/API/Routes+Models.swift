@@ -38,6 +38,7 @@ extension ObservableAPI {
 
     private func add(_ resource: Resource, to router: Router) {
         let operations = resource.operations
+        let creatable = resource.creatableFields.map(\.name), patchable = resource.patchableFields.map(\.name)
         switch resource.kind {
         case .singleton:
             if operations.contains(.get) {
@@ -46,15 +47,16 @@ extension ObservableAPI {
                         resource.representation(of: state[singleton: resource], in: state, selection)
                     }
                 }
-                for computed in resource.computed {
+                for (index, computed) in resource.computed.enumerated() {
+                    let fields = [computed.name]
                     router.get(resource.path + "/" + computed.name) { [self] context in
-                        try read(context, fields: [computed.name]) { state, _ in resource.representation(of: computed, in: state) }
+                        try read(context, fields: fields) { state, _ in resource.representation(ofComputed: index, in: state) }
                     }
                 }
             }
             if operations.contains(.patch) {
                 router.patch(resource.path) { [self] context in
-                    let body = try RequestBody(context.request, allowed: resource.patchableFields.map(\.name))
+                    let body = try RequestBody(context.request, allowed: patchable)
                     let fields = try ValidatedBody(body.object, fields: resource.patchableFields, requireAll: false)
                     return try commit(context, resource.patch("", fields, ifMatch: context.request.header("If-Match")))
                 }
@@ -68,7 +70,7 @@ extension ObservableAPI {
             }
             if operations.contains(.create) {
                 router.post(resource.path) { [self] context in
-                    let body = try RequestBody(context.request, allowed: resource.creatableFields.map(\.name))
+                    let body = try RequestBody(context.request, allowed: creatable)
                     return try commit(context, resource.create(try ValidatedBody(body.object, fields: resource.creatableFields, requireAll: true)))
                 }
             }
@@ -83,7 +85,7 @@ extension ObservableAPI {
             }
             if operations.contains(.patch) {
                 router.patch(element) { [self] context in
-                    let body = try RequestBody(context.request, allowed: resource.patchableFields.map(\.name))
+                    let body = try RequestBody(context.request, allowed: patchable)
                     let fields = try ValidatedBody(body.object, fields: resource.patchableFields, requireAll: false)
                     return try commit(context, resource.patch(context.parameter("id"), fields, ifMatch: context.request.header("If-Match")))
                 }

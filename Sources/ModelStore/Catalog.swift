@@ -26,7 +26,7 @@ public struct Catalog: Sendable {
         singletons = resources.filter { $0.kind == .singleton }
         var layouts: [ObjectIdentifier: TableLayout] = [:]
         func add(_ resource: Resource, parentColumn: String?) {
-            layouts[ObjectIdentifier(resource)] = TableLayout(resource, parentColumn: parentColumn)
+            layouts[ObjectIdentifier(resource)] = TableLayout(resource, number: layouts.count, parentColumn: parentColumn)
             for nested in resource.nested { add(nested, parentColumn: Field.snakeCase(resource.elementName) + "_id") }
         }
         for resource in resources { add(resource, parentColumn: nil) }

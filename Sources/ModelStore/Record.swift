@@ -45,6 +45,13 @@ public struct Record: Sendable {
                       values: values.isEmpty ? resource.defaults : zip(resource.fieldNamesInOrder, resource.defaults).map { values[$0] ?? $1 })
     }
 
+    /// The value of a stored field by its place (`Resource.place(of:)`):
+    /// what code that reads a field often uses, without a lookup by name.
+    public subscript(place: Resource.FieldPlace) -> JSONValue {
+        get { values[place.index] }
+        set { values[place.index] = newValue }
+    }
+
     /// The value of the stored field `name`.
     public subscript(name: String) -> JSONValue {
         get {

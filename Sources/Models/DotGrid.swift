@@ -20,11 +20,13 @@ public enum DotGrid {
         Field.boolean("isRandomAnimated", default: false)
     }
 
+    static let rowPlace = dots.place(of: "row"), colPlace = dots.place(of: "col")
+
     /// The dots row by row, each row in column order.
     static func rows(_ state: ModelState) -> [[Record]] {
         var rows: [[Record]] = []
         for dot in state[dots].values {
-            let row = Int(dot.int("row")), col = Int(dot.int("col"))
+            let row = Int(dot[rowPlace].intValue ?? 0), col = Int(dot[colPlace].intValue ?? 0)
             while rows.count <= row { rows.append([]) }
             if rows[row].count <= col {
                 rows[row].append(dot)
@@ -79,8 +81,8 @@ public enum DotGrid {
     /// constant; only the dot's fields are read.
     static func placed(_ dot: Record, in state: ModelState) -> Representation {
         var builder = RepresentationBuilder(resource: dot.path)
-        builder.constant("row", dot["row"])
-        builder.constant("col", dot["col"])
+        builder.constant("row", dot[rowPlace])
+        builder.constant("col", dot[colPlace])
         builder.object("dot", resource: dot.path) { dots.write(dot, in: state, into: &$0) }
         return builder.finish()
     }

@@ -24,11 +24,11 @@ extension Resource {
         return builder.finish()
     }
 
-    /// `{"orderCount": 3}`: one computed property of a singleton on its own.
-    public func representation(of computed: Computed, in state: ModelState) -> Representation {
+    /// `{"orderCount": 3}`: the computed property at `index` of a singleton, on its own.
+    public func representation(ofComputed index: Int, in state: ModelState) -> Representation {
         let record = state[singleton: self]
         var builder = RepresentationBuilder(resource: path, fields: 1)
-        builder.field(computed.name, computed.value(state, record), key: record.keys[computedKeyIndex(computed.name)])
+        builder.field(computed[index].name, computed[index].value(state, record), key: record.keys[fields.count + index])
         return builder.finish()
     }
 
@@ -54,9 +54,5 @@ extension Resource {
                 }
             }
         }
-    }
-
-    func computedKeyIndex(_ name: String) -> Int {
-        fields.count + (computed.firstIndex { $0.name == name } ?? 0)
     }
 }

@@ -16,17 +16,18 @@ public struct ValidatedBody: Sendable {
         for key in body.keys where !fields.contains(where: { $0.name == key }) {
             throw ModelError.badRequest("Unknown field \"\(key)\"; allowed: \(fields.map(\.name).joined(separator: ", "))")
         }
-        for field in fields {
-            guard let value = body[field.name] else { continue }
-            values[field.name] = try Self.typed(value, field)
+        // By index: a loop over `fields` would copy every declaration.
+        for index in fields.indices {
+            guard let value = body[fields[index].name] else { continue }
+            values[fields[index].name] = try Self.typed(value, fields[index])
         }
-        for field in fields {
-            guard let value = values[field.name] else {
-                if requireAll && field.isRequired { throw ModelError.unprocessable("\(field.name) is required") }
+        for index in fields.indices {
+            guard let value = values[fields[index].name] else {
+                if requireAll && fields[index].isRequired { throw ModelError.unprocessable("\(fields[index].name) is required") }
                 continue
             }
             if value != .null {
-                for rule in field.rules { try rule(field.name, value) }
+                for rule in fields[index].rules { try rule(fields[index].name, value) }
             }
         }
     }

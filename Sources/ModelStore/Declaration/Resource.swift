@@ -142,6 +142,8 @@ public final class Resource: Sendable {
         }
         membershipKey = PropertyKey(path)
         selectableFields = (kind == .collection ? ["id"] : []) + fieldNames
+        creatableFields = fields.filter { $0.access == .writable || $0.access == .createOnly }
+        patchableFields = fields.filter { $0.access == .writable }
     }
 
     /// A collection of elements with server-made ids.
@@ -169,15 +171,25 @@ public final class Resource: Sendable {
     /// The key of a top-level collection's membership (`/truck/donuts`).
     public let membershipKey: PropertyKey
 
+    /// Where the stored field `name` is in a record's values.
+    public struct FieldPlace: Sendable {
+        let index: Int
+    }
+
+    public func place(of name: String) -> FieldPlace {
+        guard let index = fieldIndex[name] else { preconditionFailure("\(self.name) has no field \(name)") }
+        return FieldPlace(index: index)
+    }
+
     /// The stored field called `name`.
     public func field(_ name: String) -> Field? {
         fieldIndex[name].map { fields[$0] }
     }
 
     /// Fields a client may send when creating.
-    public var creatableFields: [Field] { fields.filter { $0.access == .writable || $0.access == .createOnly } }
+    public let creatableFields: [Field]
     /// Fields a client may send in a `PATCH`.
-    public var patchableFields: [Field] { fields.filter { $0.access == .writable } }
+    public let patchableFields: [Field]
 }
 
 /// Collects a model's members: fields, computed properties and collections.

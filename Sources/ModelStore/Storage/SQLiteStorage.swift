@@ -6,7 +6,8 @@ import SQLiteStore
 /// its layout once and its statements prepared once.
 final class SQLiteStorage: ModelStorage {
     let database: Database
-    private var statements: [String: TableSQL] = [:]
+    /// By table number.
+    private var statements: [TableSQL?] = []
 
     struct TableSQL {
         let select: String
@@ -20,7 +21,7 @@ final class SQLiteStorage: ModelStorage {
     }
 
     private func sql(for table: TableLayout) -> TableSQL {
-        if let cached = statements[table.name] { return cached }
+        if table.number < statements.count, let cached = statements[table.number] { return cached }
         let columns = table.columns.map(\.name)
         let made: TableSQL
         switch table.shape {
@@ -40,7 +41,8 @@ final class SQLiteStorage: ModelStorage {
                 update: "UPDATE \(table.name) SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?",
                 delete: "DELETE FROM \(table.name) WHERE id = ?")
         }
-        statements[table.name] = made
+        while statements.count <= table.number { statements.append(nil) }
+        statements[table.number] = made
         return made
     }
 
