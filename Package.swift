@@ -85,12 +85,15 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
-        .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "Models", "SQLiteStore", "JSON", "TestSupport"]),
+        .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "ModelObservation", "Models", "SQLiteStore", "JSON", "TestSupport"]),
         .testTarget(name: "EmbeddedFilesTests", dependencies: ["EmbeddedFiles"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "ModelStore", "JSON", "Concurrency", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["API", "HTTPServer", "Models", "ModelStore", "SQLiteStore", "TestSupport"]
+            dependencies: [
+                "API", "HTTPServer", "Models", "ModelStore", "SQLiteStore", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ]
 )

@@ -6,8 +6,8 @@ extension Store {
     /// Applies the pending `migrations` (`NNNN_name.sql` files) to the
     /// database at `databasePath`; returns their names.
     public static func migrate(databasePath: String, migrations: [(name: String, sql: String)]) throws -> [String] {
-        let database = try Database(path: databasePath)
-        defer { database.close() }
-        return try Migrator(files: migrations).migrate(database)
+        let storage = try SQLiteStorage(path: databasePath, synchronous: .normal)
+        defer { storage.close() }
+        return try storage.migrate(migrations)
     }
 }

@@ -43,12 +43,19 @@ public final class Store: Sendable {
     private let wake: Locked<Wake?>
     public let logger: Logger
 
-    /// Opens the database, applies pending migrations and loads the state.
-    public init(configuration: Configuration, catalog: Catalog, logger: Logger = Logger(label: "observable.store")) throws {
-        let database = try Database(path: configuration.databasePath, synchronous: configuration.synchronous)
-        let applied = try Migrator(files: catalog.migrations).migrate(database)
+    /// Opens the SQLite database of `configuration`, then as `init(storage:…)`.
+    public convenience init(configuration: Configuration, catalog: Catalog, logger: Logger = Logger(label: "observable.store")) throws {
+        let storage = try SQLiteStorage(path: configuration.databasePath, synchronous: configuration.synchronous)
+        try self.init(storage: storage, configuration: configuration, catalog: catalog, logger: logger)
+    }
+
+    /// Applies the catalog's pending migrations to `storage` and loads the
+    /// state and the observers from it.
+    public init(storage: any ModelStorage, configuration: Configuration, catalog: Catalog,
+                logger: Logger = Logger(label: "observable.store")) throws
+    {
+        let applied = try storage.migrate(catalog.migrations)
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
-        let storage = SQLiteStorage(database: database)
         var registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
         let state = try Self.loadState(storage, catalog)
         let lastSeq = state.seq

@@ -2,7 +2,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import JSON
 import Testing
 
 /// Requests built to cost the server far more than their size suggests are

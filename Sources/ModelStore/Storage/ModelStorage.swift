@@ -7,6 +7,10 @@ import ModelObservation
 ///
 /// One connection, used by one thread at a time (the store serialises it).
 public protocol ModelStorage: AnyObject {
+    /// Applies the `NNNN_name.sql` files not applied yet, in order, each
+    /// once; returns the names applied.
+    func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String]
+
     // MARK: Loading
 
     /// Every row of `table`: id, then the parent's id for a nested table,

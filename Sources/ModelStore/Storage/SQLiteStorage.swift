@@ -20,6 +20,15 @@ final class SQLiteStorage: ModelStorage {
         self.database = database
     }
 
+    /// Opens (creating when missing) the database file at `path`.
+    convenience init(path: String, synchronous: Database.Synchronous) throws {
+        self.init(database: try Database(path: path, synchronous: synchronous))
+    }
+
+    func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String] {
+        try Migrator(files: migrations).migrate(database)
+    }
+
     private func sql(for table: TableLayout) -> TableSQL {
         if table.number < statements.count, let cached = statements[table.number] { return cached }
         let columns = table.columns.map(\.name)
