@@ -77,7 +77,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "APITests", dependencies: ["API", "HTTPServer"]),
+        .testTarget(name: "APITests", dependencies: ["API", "HTTPServer", "ModelStore", "JSON"]),
         .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Concurrency", "TestSupport"]),
         // What the test targets share: waiting on a condition with a deadline.

@@ -15,9 +15,8 @@ extension ObservableAPI {
 
     private func add(_ action: Action, to router: Router) {
         router.on(action.method, action.pattern) { [self] context in
-            let body = try RequestBody(context.request, allowed: action.input.map(\.name), emptyAllowed: action.input.isEmpty)
-            let input = ActionInput(parameters: context.parameters,
-                                    body: try ValidatedBody(body.object, fields: action.input, requireAll: true))
+            let body = try RequestBody.validated(context.request, fields: action.input, requireAll: true, emptyAllowed: action.input.isEmpty)
+            let input = ActionInput(parameters: context.parameters, body: body)
             switch try action.run(input) {
             case .write(let write):
                 return try commit(context, write)
@@ -38,7 +37,6 @@ extension ObservableAPI {
 
     private func add(_ resource: Resource, to router: Router) {
         let operations = resource.operations
-        let creatable = resource.creatableFields.map(\.name), patchable = resource.patchableFields.map(\.name)
         switch resource.kind {
         case .singleton:
             if operations.contains(.get) {
@@ -56,8 +54,7 @@ extension ObservableAPI {
             }
             if operations.contains(.patch) {
                 router.patch(resource.path) { [self] context in
-                    let body = try RequestBody(context.request, allowed: patchable)
-                    let fields = try ValidatedBody(body.object, fields: resource.patchableFields, requireAll: false)
+                    let fields = try RequestBody.validated(context.request, fields: resource.patchableFields, requireAll: false)
                     return try commit(context, resource.patch("", fields, ifMatch: context.request.header("If-Match")))
                 }
             }
@@ -70,8 +67,8 @@ extension ObservableAPI {
             }
             if operations.contains(.create) {
                 router.post(resource.path) { [self] context in
-                    let body = try RequestBody(context.request, allowed: creatable)
-                    return try commit(context, resource.create(try ValidatedBody(body.object, fields: resource.creatableFields, requireAll: true)))
+                    let fields = try RequestBody.validated(context.request, fields: resource.creatableFields, requireAll: true)
+                    return try commit(context, resource.create(fields))
                 }
             }
             if operations.contains(.get) {
@@ -85,8 +82,7 @@ extension ObservableAPI {
             }
             if operations.contains(.patch) {
                 router.patch(element) { [self] context in
-                    let body = try RequestBody(context.request, allowed: patchable)
-                    let fields = try ValidatedBody(body.object, fields: resource.patchableFields, requireAll: false)
+                    let fields = try RequestBody.validated(context.request, fields: resource.patchableFields, requireAll: false)
                     return try commit(context, resource.patch(context.parameter("id"), fields, ifMatch: context.request.header("If-Match")))
                 }
             }

@@ -8,13 +8,13 @@ extension ObservableAPI {
     static let limitRange = 1...1000
     static let defaultLimit = 100
 
+    /// An observer's time to live, the one field `POST /observers` takes.
+    static let ttlSeconds = Field.integer("ttlSeconds", range: Int64(Store.observerTTLRange.lowerBound)...Int64(Store.observerTTLRange.upperBound)).optional
+
     func addObserverRoutes(to router: Router) {
         router.post("/observers", access: .read) { [self] context in
-            let body = try RequestBody(context.request, allowed: ["ttlSeconds"], emptyAllowed: true)
-            let ttl = try body.integer("ttlSeconds") ?? Int64(Store.defaultObserverTTL)
-            guard Store.observerTTLRange.contains(Int(clamping: ttl)) else {
-                throw APIError(422, "ttlSeconds must be between 1 and 86400")
-            }
+            let body = try RequestBody.validated(context.request, fields: [Self.ttlSeconds], requireAll: false, emptyAllowed: true)
+            let ttl = body.int("ttlSeconds") ?? Int64(Store.defaultObserverTTL)
             let observer = try store.createObserver(ttlSeconds: Int(ttl), now: ServerClock.wallSeconds)
             return .response(Self.answer(Answer(status: 201, body: JSONWriter.bytes(Self.json(observer)), location: "/observers/" + observer.id)))
         }

@@ -379,11 +379,4 @@ public struct ObservationRegistry: Sendable {
         s.dirty.removeAll(keepingCapacity: true)
         return snapshots
     }
-
-    /// Every parked waiter, removed (used when the server stops).
-    public mutating func removeAllWaiters() -> [(observer: String, waiter: any ChangeWaiter)] {
-        let all = s.waiters.map { (observer: $0.key, waiter: $0.value) }
-        s.waiters.removeAll()
-        return all
-    }
 }

@@ -132,7 +132,6 @@ public struct Answer: Sendable {
     }
 
     public static func ok(_ representation: Representation) -> Answer { Answer(status: 200, body: representation.bytes) }
-    public static func ok(_ json: JSONValue) -> Answer { Answer(status: 200, body: JSONWriter.bytes(json)) }
     public static func created(_ representation: Representation, at location: String) -> Answer {
         Answer(status: 201, body: representation.bytes, location: location)
     }

@@ -13,13 +13,6 @@ public struct Representation: Sendable {
         self.reads = reads
     }
 
-    public init(json: JSONValue, reads: [PropertyKey]) {
-        self.init(bytes: JSONWriter.bytes(json), reads: reads)
-    }
-
-    /// The body as a JSON value, to answer it or nest it in another.
-    public var json: JSONValue { .raw(bytes) }
-
     /// A strong entity tag of the serialised body.
     public static func etag(of bytes: [UInt8]) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -186,14 +179,6 @@ public struct RepresentationBuilder {
         reads.append(key())
     }
 
-    /// A nested collection: its membership key plus whatever its elements read.
-    /// `elements` is built only when the collection is selected.
-    public mutating func collection(_ name: String, _ elements: @autoclosure () -> [Representation], _ selection: FieldSelection = .all) {
-        self.elements(name, selection) { builder in
-            for element in elements() { builder.append(element) }
-        }
-    }
-
     /// A nested collection whose elements `body` writes (with `object`):
     /// its membership key, then what the elements read. `body` runs only
     /// when the collection is selected.
@@ -246,14 +231,6 @@ public struct RepresentationBuilder {
         self.name(name)
         needsComma = false
         object(resource: resource, body)
-    }
-
-    /// An element of `elements` already built.
-    public mutating func append(_ element: Representation) {
-        if needsComma { bytes.append(UInt8(ascii: ",")) }
-        bytes.append(contentsOf: element.bytes)
-        reads.append(contentsOf: element.reads)
-        needsComma = true
     }
 
     /// The representation: the object closed, its body and reads handed over.
