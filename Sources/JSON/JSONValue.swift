@@ -7,9 +7,6 @@ public enum JSONValue: Sendable, Equatable {
     case string(String)
     case array([JSONValue])
     case object(JSONObject)
-    /// A value already serialised (by `JSONWriter`), written as it is: a
-    /// representation nested in an answer is not built twice.
-    case raw([UInt8])
 
     public subscript(key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }
@@ -55,7 +52,6 @@ public enum JSONValue: Sendable, Equatable {
         case .string: return "string"
         case .array: return "array"
         case .object: return "object"
-        case .raw: return "value"
         }
     }
 }

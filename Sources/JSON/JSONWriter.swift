@@ -43,8 +43,6 @@ public enum JSONWriter {
                 write(entry.value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
-        case .raw(let bytes):
-            out.append(contentsOf: bytes)
         }
     }
 

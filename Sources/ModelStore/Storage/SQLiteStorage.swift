@@ -212,7 +212,7 @@ final class SQLiteStorage: ModelStorage {
         case .int(let int): return .integer(int)
         case .double(let double): return .real(double)
         case .string(let string): return .text(string)
-        case .array, .object, .raw: return .text(JSONWriter.string(value))
+        case .array, .object: return .text(JSONWriter.string(value))
         }
     }
 
