@@ -40,7 +40,7 @@ def main():
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--port", type=int, default=18490)
-    parser.add_argument("--server-args", default="", help="extra arguments for the server (e.g. --migrations DIR)")
+    parser.add_argument("--server-args", default="", help="extra arguments for the server (e.g. --synchronous full)")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="observable-instructions-")
     results = {}
