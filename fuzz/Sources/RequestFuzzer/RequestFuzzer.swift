@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Logging
+import ModelStore
 import Models
 import API
 // `Connection` has no public initializer: it is made by the daemon for each
@@ -96,7 +97,7 @@ final class Harness: @unchecked Sendable {  // used from libFuzzer's one thread 
         let path = folder + "/fuzz-\(generation).sqlite"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: folder + "/fuzz-\(generation - 1).sqlite" + suffix) }
         do {
-            store = try Store(configuration: Store.Configuration(databasePath: path), logger: logger)
+            store = try Store(configuration: Store.Configuration(databasePath: path), catalog: SeedModels.catalog(), logger: logger)
         } catch {
             fatalError("cannot open the fuzz store at \(path): \(error)")
         }
