@@ -30,6 +30,7 @@ def scenarios(observer):
         ("GET /grid", "GET", "/grid", None, {}),
         ("GET /truck + Observer", "GET", "/truck", None, {"Observer": observer}),
         ("POST /truck/orders", "POST", "/truck/orders", order, {"Content-Type": "application/json"}),
+        ("POST orders, /truck observed", "POST", "/truck/orders", order, {"Content-Type": "application/json", "Reader": observer}),
         ("PATCH /truck/donuts/{id}", "PATCH", "/truck/donuts/" + GLAZED, None, {"Content-Type": "application/json"}),
     ]
 
@@ -40,12 +41,15 @@ def main():
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--port", type=int, default=18490)
+    parser.add_argument("--only", default="", help="run only the scenarios whose name contains this")
     parser.add_argument("--server-args", default="", help="extra arguments for the server (e.g. --synchronous full)")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="observable-instructions-")
     results = {}
     try:
         for name, method, path, body, headers in scenarios("OBSERVER"):
+            if args.only not in name:
+                continue
             out = os.path.join(folder, "callgrind.out")
             for stale in glob.glob(out + "*"):
                 os.remove(stale)
@@ -67,9 +71,11 @@ def main():
                         time.sleep(0.1)
                 connection.request("POST", "/observers", body="{}")
                 observer = json.loads(connection.getresponse().read())["id"]
-                send_headers = {k: (observer if v == "OBSERVER" else v) for k, v in headers.items()}
-                if "Observer" in headers:
-                    send_headers["Observer"] = observer
+                send_headers = {k: (observer if v == "OBSERVER" else v) for k, v in headers.items() if k != "Reader"}
+                if "Reader" in headers:
+                    # An observer that read /truck: every new order is a change it receives.
+                    connection.request("GET", "/truck", headers={"Observer": observer})
+                    connection.getresponse().read()
 
                 def send(i):
                     payload = body

@@ -3,6 +3,7 @@ import JSON
 import ModelObservation
 import ModelStore
 import Concurrency
+import Synchronization
 
 /// The long-polling change feed: answers `GET /observers/{id}/changes` at
 /// once when there is something to say, parks it otherwise, and answers
@@ -19,7 +20,8 @@ final class ChangeFeed: Sendable {
         let parked = Locked<ParkedConnection?>(nil)
         /// Set when its deadline passes (or the server stops): from then on
         /// a wake-up does not park it again.
-        let expired = Locked(false)
+        /// (An atomic flag, not a `Locked`: it costs a parked poll no allocation of its own.)
+        let expired = Atomic<Bool>(false)
 
         init(observer: String, since: Int64?, limit: Int, coalesce: Bool, headers: [(name: String, value: String)]) {
             self.observer = observer
@@ -64,7 +66,7 @@ final class ChangeFeed: Sendable {
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
-                waiter.expired.withLock { $0 = true }
+                waiter.expired.store(true, ordering: .releasing)
                 registry.withLock { $0.withdraw(waiter, of: observer) }
                 let response = self.answer(waiter)
                 metrics.recordRequest(route: Self.route, status: response.status)
@@ -99,7 +101,7 @@ final class ChangeFeed: Sendable {
             // not in place of a newer poll.
             let (result, _) = registry.withLock {
                 $0.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
-                        displacing: false, park: { poll.expired.withLock { $0 } ? nil : poll })
+                        displacing: false, park: { poll.expired.load(ordering: .acquiring) ? nil : poll })
             }
             if case .parked = result { continue }
             answers.append((connection, poll.finish(Self.response(for: result))))

@@ -30,8 +30,15 @@ public struct Record: Sendable {
         self.position = position
         self.values = values
         self.children = children ?? resource.nested.map { _ in PersistentOrderedDictionary() }
-        keys = resource.fields.map { PropertyKey(path, $0.name) } + resource.computed.map { PropertyKey(path, $0.name) }
+        // From the names a resource keeps (copying its `Field`s would cost
+        // more than the keys); a hidden field is never read, so it has none.
+        var keys: [PropertyKey] = []
+        keys.reserveCapacity(resource.keyNames.count)
+        for name in resource.keyNames { keys.append(name.map { PropertyKey(path, $0) } ?? Record.noKey) }
+        self.keys = keys
     }
+
+    static let noKey = PropertyKey("")
 
     /// A new element of `resource` with a new id: `values` by field name,
     /// the fields left out at their defaults (`null` without one). A nested
@@ -41,8 +48,13 @@ public struct Record: Sendable {
     {
         let id = id ?? Identifier.make()
         let base = parentPath.map { $0 + "/" + resource.path } ?? resource.path
-        return Record(resource: resource, id: id, path: base + "/" + id, position: 0,
-                      values: values.isEmpty ? resource.defaults : zip(resource.fieldNamesInOrder, resource.defaults).map { values[$0] ?? $1 })
+        var stored = resource.defaults
+        if !values.isEmpty {
+            for index in stored.indices {
+                if let value = values[resource.fieldNamesInOrder[index]] { stored[index] = value }
+            }
+        }
+        return Record(resource: resource, id: id, path: base + "/" + id, position: 0, values: stored)
     }
 
     /// The value of a stored field by its place (`Resource.place(of:)`):

@@ -72,6 +72,9 @@ public final class Resource: Sendable {
     /// and whether it is shown. Kept apart so that writes copy no `Field`.
     let defaults: [JSONValue]
     let fieldNamesInOrder: [String]
+    /// The names of a record's keys: each stored field's (nil when it is
+    /// hidden), then each computed property's.
+    let keyNames: [String?]
     let shown: [Bool]
     /// Whether rows keep their creation order in a `position` column.
     let positioned: Bool
@@ -132,6 +135,7 @@ public final class Resource: Sendable {
         fieldIndex = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($1.name, $0) })
         defaults = fields.map { $0.defaultValue ?? .null }
         fieldNamesInOrder = fields.map(\.name)
+        keyNames = fields.map { $0.isVisible ? $0.name : nil } + computed.map(\.name)
         shown = fields.map(\.isVisible)
         fieldNames = members.compactMap { member in
             switch member {
