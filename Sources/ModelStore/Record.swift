@@ -7,35 +7,48 @@ import ModelObservation
 /// every read of it tracks them.
 public struct Record: Sendable {
     public let resource: Resource
-    /// The server-made id (empty for a singleton).
-    public let id: String
-    /// `/truck/donuts/{id}`, `/games/{id}/cards/{cardId}`, or a singleton's path.
-    public let path: String
+    /// What never changes: id, path and keys, behind one reference, so that
+    /// copying a record (a collection's chunk is copied on write) costs few.
+    private let identity: Identity
     /// Creation order within its collection.
     public var position: Int64
     /// One value per stored field of `resource`, in its order.
     public internal(set) var values: [JSONValue]
     /// One collection per nested collection of `resource`, in its order.
     public var children: [PersistentOrderedDictionary<String, Record>]
-    /// The key of each field, in field order (hidden fields too: never
-    /// read), then of each computed property.
-    let keys: [PropertyKey]
+    final class Identity: Sendable {
+        let id: String
+        let path: String
+        /// The key of each field, in field order (none for a hidden field:
+        /// it is never read), then of each computed property.
+        let keys: [PropertyKey]
+
+        init(id: String, path: String, keyNames: [String?]) {
+            self.id = id
+            self.path = path
+            // From the names a resource keeps: copying its `Field`s would
+            // cost more than the keys.
+            var keys: [PropertyKey] = []
+            keys.reserveCapacity(keyNames.count)
+            for name in keyNames { keys.append(name.map { PropertyKey(path, $0) } ?? Record.noKey) }
+            self.keys = keys
+        }
+    }
+
+    /// The server-made id (empty for a singleton).
+    public var id: String { identity.id }
+    /// `/truck/donuts/{id}`, `/games/{id}/cards/{cardId}`, or a singleton's path.
+    public var path: String { identity.path }
+    var keys: [PropertyKey] { identity.keys }
 
     init(resource: Resource, id: String, path: String, position: Int64, values: [JSONValue],
          children: [PersistentOrderedDictionary<String, Record>]? = nil)
     {
         self.resource = resource
-        self.id = id
-        self.path = path
+        identity = Identity(id: id, path: path, keyNames: resource.keyNames)
         self.position = position
         self.values = values
         self.children = children ?? resource.nested.map { _ in PersistentOrderedDictionary() }
-        // From the names a resource keeps (copying its `Field`s would cost
-        // more than the keys); a hidden field is never read, so it has none.
-        var keys: [PropertyKey] = []
-        keys.reserveCapacity(resource.keyNames.count)
-        for name in resource.keyNames { keys.append(name.map { PropertyKey(path, $0) } ?? Record.noKey) }
-        self.keys = keys
     }
 
     static let noKey = PropertyKey("")

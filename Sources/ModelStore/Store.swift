@@ -5,7 +5,8 @@ import ModelObservation
 import Concurrency
 import SQLiteStore
 
-/// The models' state, persisted in SQLite and observed through the registry.
+/// The models' state, persisted through a `ModelStorage` (SQLite by
+/// default) and observed through the registry.
 ///
 /// Every write goes through `write` or `submit`: one transaction that
 /// changes the model's rows and appends its changes to the change log, then
