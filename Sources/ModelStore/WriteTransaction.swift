@@ -15,7 +15,7 @@ public struct WriteTransaction: ~Copyable {
     private(set) var pending: [PendingChange] = []
     /// Elements whose computed properties may have moved: their state
     /// before this write, compared with their state after it at the end.
-    private var touched: [(resource: Resource, before: Record, parent: Record?)] = []
+    private var touched: [(resource: Resource, before: Record)] = []
 
     init(state: ModelState, storage: any ModelStorage, catalog: Catalog) {
         self.state = state
@@ -31,7 +31,8 @@ public struct WriteTransaction: ~Copyable {
         case element
         /// As this change instead (an element shown in another shape).
         case custom(PendingChange)
-        /// Not at all (elements created inside a new element: it announces them).
+        /// Not by this insert: the caller records one change for several
+        /// (a new row of dots is one insert into `/grid/rows`).
         case none
     }
 
@@ -86,7 +87,7 @@ public struct WriteTransaction: ~Copyable {
         try change(&new)
         try save(old: old, new: new, of: resource)
         state[resource][id] = new
-        touched.append((resource, old, nil))
+        touched.append((resource, old))
         return new
     }
 
@@ -99,7 +100,7 @@ public struct WriteTransaction: ~Copyable {
         try change(&new)
         try save(old: old, new: new, of: resource)
         state[singleton: resource] = new
-        touched.append((resource, old, nil))
+        touched.append((resource, old))
         return new
     }
 
@@ -157,14 +158,11 @@ public struct WriteTransaction: ~Copyable {
     /// every singleton. Called once, when the write's body has run.
     mutating func finish(before: ModelState) {
         var seen = Set<String>()
-        for (resource, old, _) in touched where !resource.computed.isEmpty && seen.insert(old.path).inserted {
-            let current: Record?
-            switch resource.kind {
-            case .singleton: current = state.singletons[ObjectIdentifier(resource)]
-            case .collection: current = state[resource][old.id]
-            }
-            guard let current else { continue }
-            for computed in resource.computed where resource.kind == .collection {
+        for (resource, old) in touched
+            where resource.kind == .collection && !resource.computed.isEmpty && seen.insert(old.path).inserted
+        {
+            guard let current = state[resource][old.id] else { continue }
+            for computed in resource.computed {
                 compare(computed, of: old.path, before: computed.value(before, old), after: computed.value(state, current))
             }
         }
