@@ -17,6 +17,11 @@ import TestSupport
         try Store(configuration: Store.Configuration(databasePath: folder + "/observable.sqlite"), catalog: SeedModels.catalog())
     }
 
+    /// The seed systems' migrations, as built in.
+    static func seedMigrations() -> [(name: String, sql: String)] {
+        SeedModels.catalog().migrations
+    }
+
     static func temporaryFolder() -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("observable-group-" + UUID().uuidString).path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
