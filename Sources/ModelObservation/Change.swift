@@ -51,7 +51,12 @@ public struct PendingChange: Sendable, Equatable {
 
     /// A property of `path` went from `old` to `new` (JSON texts).
     public static func set(_ path: String, old: String, new: String) -> PendingChange {
-        PendingChange(path: path, operation: .set, old: old, new: new, keys: [PropertyKey(path)], impliedReads: [])
+        set(PropertyKey(path), old: old, new: new)
+    }
+
+    /// The property `key` went from `old` to `new`, with its key already made.
+    public static func set(_ key: PropertyKey, old: String, new: String) -> PendingChange {
+        PendingChange(path: key.path, operation: .set, old: old, new: new, keys: [key], impliedReads: [])
     }
 
     /// `element` (JSON text) joined the collection at `collection`; its

@@ -110,7 +110,7 @@ public struct WriteTransaction: ~Copyable {
         if old.values != new.values {
             try storage.update(catalog.layout(of: resource), id: new.id, values: new.values)
             for index in old.values.indices where resource.shown[index] && old.values[index] != new.values[index] {
-                pending.append(.set(new.keys[index].path, old: JSONWriter.string(old.values[index]), new: JSONWriter.string(new.values[index])))
+                pending.append(.set(new.keys[index], old: JSONWriter.string(old.values[index]), new: JSONWriter.string(new.values[index])))
             }
         }
         for (index, nested) in resource.nested.enumerated() {
@@ -162,20 +162,19 @@ public struct WriteTransaction: ~Copyable {
             where resource.kind == .collection && !resource.computed.isEmpty && seen.insert(old.path).inserted
         {
             guard let current = state[resource][old.id] else { continue }
-            for computed in resource.computed {
-                compare(computed, of: old.path, before: computed.value(before, old), after: computed.value(state, current))
-            }
+            compareComputed(of: resource, old, current, before: before)
         }
         for resource in catalog.singletons where !resource.computed.isEmpty {
-            let old = before[singleton: resource], new = state[singleton: resource]
-            for computed in resource.computed {
-                compare(computed, of: resource.path, before: computed.value(before, old), after: computed.value(state, new))
-            }
+            compareComputed(of: resource, before[singleton: resource], state[singleton: resource], before: before)
         }
     }
 
-    private mutating func compare(_ computed: Computed, of path: String, before: JSONValue, after: JSONValue) {
-        guard before != after else { return }
-        pending.append(.set(path + "/" + computed.name, old: JSONWriter.string(before), new: JSONWriter.string(after)))
+    /// A change for each computed property of `new` whose value moved since `old`.
+    private mutating func compareComputed(of resource: Resource, _ old: Record, _ new: Record, before: ModelState) {
+        for (index, computed) in resource.computed.enumerated() {
+            let was = computed.value(before, old), now = computed.value(state, new)
+            guard was != now else { continue }
+            pending.append(.set(new.keys[resource.fields.count + index], old: JSONWriter.string(was), new: JSONWriter.string(now)))
+        }
     }
 }
