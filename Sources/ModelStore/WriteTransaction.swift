@@ -109,7 +109,7 @@ public struct WriteTransaction: ~Copyable {
     private mutating func save(old: Record, new: Record, of resource: Resource) throws {
         if old.values != new.values {
             try storage.update(catalog.layout(of: resource), id: new.id, values: new.values)
-            for index in old.values.indices where resource.shown[index] && old.values[index] != new.values[index] {
+            for index in old.values.indices where resource.keyNames[index] != nil && old.values[index] != new.values[index] {
                 pending.append(.set(new.keys[index], old: JSONWriter.string(old.values[index]), new: JSONWriter.string(new.values[index])))
             }
         }

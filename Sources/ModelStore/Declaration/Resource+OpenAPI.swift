@@ -65,7 +65,7 @@ extension Resource {
         yaml.line(5, "enum: [\(selectableFields.joined(separator: ", "))]")
         if kind == .collection {
             yaml.line(2, "\(schemaName)IdPath:")
-            yaml.line(3, "name: \(path.hasPrefix("/") ? "id" : elementName + "Id")")
+            yaml.line(3, "name: \(isTopLevel ? "id" : elementName + "Id")")
             yaml.line(3, "in: path")
             yaml.line(3, "required: true")
             yaml.line(3, "description: A\(article) \(elementName)'s id.")

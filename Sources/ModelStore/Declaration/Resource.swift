@@ -68,14 +68,13 @@ public final class Resource: Sendable {
         let kind: Kind
     }
     let fieldIndex: [String: Int]
-    /// Per stored field, in order: what a new element takes when not given,
-    /// and whether it is shown. Kept apart so that writes copy no `Field`.
+    /// Per stored field, in order: what a new element takes when not given.
+    /// Kept apart, as the names below, so that writes copy no `Field`.
     let defaults: [JSONValue]
     let fieldNamesInOrder: [String]
     /// The names of a record's keys: each stored field's (nil when it is
     /// hidden), then each computed property's.
     let keyNames: [String?]
-    let shown: [Bool]
     /// Whether rows keep their creation order in a `position` column.
     let positioned: Bool
     /// The SQL order of rows when loading, when not by position.
@@ -102,48 +101,38 @@ public final class Resource: Sendable {
         self.orderBy = orderBy
         self.checkCreate = checkCreate
         self.members = members
-        var fields: [Field] = []
-        var nested: [Resource] = []
-        for member in members {
-            switch member {
-            case .field(let field): fields.append(field)
-            case .collection(let collection) where !collection.path.hasPrefix("/"): nested.append(collection)
-            default: break
-            }
-        }
-        self.fields = fields
-        self.nested = nested
-        computed = members.compactMap { if case .computed(let computed) = $0 { computed } else { nil } }
-        var slots: [Slot] = []
-        var storedIndex = 0, computedIndex = 0, nestedIndex = 0
+        // One pass over the members: what is stored, computed and nested,
+        // and the slots a representation writes (computed keys follow the
+        // fields' in `Record.keys`, so they are placed once all are known).
+        var fields: [Field] = [], computed: [Computed] = [], nested: [Resource] = []
+        var slots: [(name: String, kind: Slot.Kind?)] = []
         for member in members {
             switch member {
             case .field(let field):
-                if field.isVisible { slots.append(Slot(name: MemberName(field.name), kind: .field(storedIndex))) }
-                storedIndex += 1
-            case .computed(let computed):
-                slots.append(Slot(name: MemberName(computed.name), kind: .computed(computed.value, key: fields.count + computedIndex)))
-                computedIndex += 1
-            case .collection(let collection) where collection.path.hasPrefix("/"):
-                slots.append(Slot(name: MemberName(collection.name), kind: .collection(collection, nested: nil)))
+                if field.isVisible { slots.append((field.name, .field(fields.count))) }
+                fields.append(field)
+            case .computed(let property):
+                slots.append((property.name, nil))
+                computed.append(property)
             case .collection(let collection):
-                slots.append(Slot(name: MemberName(collection.name), kind: .collection(collection, nested: nestedIndex)))
-                nestedIndex += 1
+                slots.append((collection.name, .collection(collection, nested: collection.isTopLevel ? nil : nested.count)))
+                if !collection.isTopLevel { nested.append(collection) }
             }
         }
-        self.slots = slots
+        self.fields = fields
+        self.computed = computed
+        self.nested = nested
+        var computedIndex = 0
+        self.slots = slots.map { slot in
+            if let kind = slot.kind { return Slot(name: MemberName(slot.name), kind: kind) }
+            defer { computedIndex += 1 }
+            return Slot(name: MemberName(slot.name), kind: .computed(computed[computedIndex].value, key: fields.count + computedIndex))
+        }
+        fieldNames = slots.map(\.name)
         fieldIndex = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($1.name, $0) })
         defaults = fields.map { $0.defaultValue ?? .null }
         fieldNamesInOrder = fields.map(\.name)
         keyNames = fields.map { $0.isVisible ? $0.name : nil } + computed.map(\.name)
-        shown = fields.map(\.isVisible)
-        fieldNames = members.compactMap { member in
-            switch member {
-            case .field(let field): return field.isVisible ? field.name : nil
-            case .computed(let computed): return computed.name
-            case .collection(let collection): return collection.name
-            }
-        }
         membershipKey = PropertyKey(path)
         selectableFields = (kind == .collection ? ["id"] : []) + fieldNames
         creatableFields = fields.filter { $0.access == .writable || $0.access == .createOnly }
@@ -184,6 +173,10 @@ public final class Resource: Sendable {
         guard let index = fieldIndex[name] else { preconditionFailure("\(self.name) has no field \(name)") }
         return FieldPlace(index: index)
     }
+
+    /// Whether its elements live in the state (`/truck/donuts`), rather
+    /// than inside the elements of another collection (a game's `cards`).
+    public var isTopLevel: Bool { path.hasPrefix("/") }
 
     /// The stored field called `name`.
     public func field(_ name: String) -> Field? {
