@@ -241,8 +241,9 @@ public final class Store: Sendable {
         // the registry names now are those `publish` reaches; one that has
         // just been deleted is skipped by the EXISTS.
         guard !change.impliedReads.isEmpty else { return }
-        var receivers = Set<String>()
-        for key in change.keys { receivers.formUnion(registry.withLock { $0.readers(of: key, before: change.seq) }) }
+        let receivers = registry.withLock { registry in
+            change.keys.reduce(into: Set<String>()) { $0.formUnion(registry.readers(of: $1, before: change.seq)) }
+        }
         var reads: [(observer: String, key: PropertyKey, seq: Int64)] = []
         for id in receivers {
             for implied in change.impliedReads { reads.append((id, implied, change.seq)) }

@@ -52,17 +52,9 @@ extension Resource {
         var yaml = YAMLLines()
         yaml.line(2, "\(schemaName)Fields:")
         yaml.line(3, "name: fields")
-        yaml.line(3, "in: query")
-        yaml.line(3, "description: Only these fields are answered and tracked\(kind == .collection ? "; `id` is always answered" : "")."
-            + " An unknown name is `400`.")
-        yaml.line(3, "style: form")
-        yaml.line(3, "explode: false")
-        yaml.line(3, "schema:")
-        yaml.line(4, "type: array")
-        yaml.line(4, "minItems: 1")
-        yaml.line(4, "items:")
-        yaml.line(5, "type: string")
-        yaml.line(5, "enum: [\(selectableFields.joined(separator: ", "))]")
+        Self.fieldsParameter(&yaml, level: 3, names: selectableFields,
+                             description: "Only these fields are answered and tracked\(kind == .collection ? "; `id` is always answered" : "")."
+                                 + " An unknown name is `400`.")
         if kind == .collection {
             yaml.line(2, "\(schemaName)IdPath:")
             yaml.line(3, "name: \(isTopLevel ? "id" : elementName + "Id")")
@@ -129,29 +121,47 @@ extension Resource {
         }
     }
 
-    private func readOperation(_ yaml: inout YAMLLines, id: String, summary: String, schema: String) {
+    /// A `GET` that reads: its `fields` (this model's parameter, or only
+    /// `only`), the observer and `If-None-Match`, and the read's answers.
+    private func getOperation(_ yaml: inout YAMLLines, id: String, summary: String, description: String, only: String? = nil,
+                              answer: String, schema: (inout YAMLLines, Int) -> Void)
+    {
         yaml.line(2, "get:")
-        header(&yaml, id: id, summary: summary, description: tracking())
+        header(&yaml, id: id, summary: summary, description: description)
         yaml.line(3, "parameters:")
-        yaml.line(4, "- $ref: \"#/components/parameters/\(schemaName)Fields\"")
-        Self.observerParameters(&yaml)
-        yaml.line(3, "responses:")
-        Self.readResponse(&yaml, description: "The \(kind == .collection ? elementName : name), or its selected fields.") { yaml, level in
-            yaml.line(level, "$ref: \"#/components/schemas/\(schema)\"")
+        if let only {
+            yaml.line(4, "- name: fields")
+            Self.fieldsParameter(&yaml, level: 5, names: [only], description: "Only `\(only)`.")
+        } else {
+            yaml.line(4, "- $ref: \"#/components/parameters/\(schemaName)Fields\"")
         }
+        for name in ["ObserverHeader", "ObserverQuery", "IfNoneMatch"] {
+            yaml.line(4, "- $ref: \"#/components/parameters/\(name)\"")
+        }
+        yaml.line(3, "responses:")
+        yaml.line(4, "\"200\":")
+        yaml.line(5, "description: \(YAMLLines.quoted(answer))")
+        yaml.line(5, "headers:")
+        for (header, component) in [("ETag", "ETag"), ("Observation-Cursor", "ObservationCursor"), ("Cache-Control", "CacheControlNoCache")] {
+            yaml.line(6, "\(header):")
+            yaml.line(7, "$ref: \"#/components/headers/\(component)\"")
+        }
+        Self.jsonContent(&yaml, level: 5, schema)
         Self.responses(&yaml, ["304": "NotModified", "400": "BadRequest", "401": "Unauthorized", "404": "NotFound",
                                "422": "TooManyReads", "503": "ServiceUnavailable"])
     }
 
+    private func readOperation(_ yaml: inout YAMLLines, id: String, summary: String, schema: String) {
+        getOperation(&yaml, id: id, summary: summary, description: tracking(),
+                     answer: "The \(kind == .collection ? elementName : name), or its selected fields.") { yaml, level in
+            yaml.line(level, "$ref: \"#/components/schemas/\(schema)\"")
+        }
+    }
+
     private func listOperation(_ yaml: inout YAMLLines) {
-        yaml.line(2, "get:")
-        header(&yaml, id: "list\(name.capitalizedFirst)", summary: "List the \(name)",
-               description: "Tracks `\(path)` and the selected fields of every \(elementName) returned.")
-        yaml.line(3, "parameters:")
-        yaml.line(4, "- $ref: \"#/components/parameters/\(schemaName)Fields\"")
-        Self.observerParameters(&yaml)
-        yaml.line(3, "responses:")
-        Self.readResponse(&yaml, description: "The \(name), in creation order.") { yaml, level in
+        getOperation(&yaml, id: "list\(name.capitalizedFirst)", summary: "List the \(name)",
+                     description: "Tracks `\(path)` and the selected fields of every \(elementName) returned.",
+                     answer: "The \(name), in creation order.") { yaml, level in
             yaml.line(level, "type: object")
             yaml.line(level, "additionalProperties: false")
             yaml.line(level, "required: [\(name)]")
@@ -161,8 +171,6 @@ extension Resource {
             yaml.line(level + 2, "items:")
             yaml.line(level + 3, "$ref: \"#/components/schemas/\(selectionName)\"")
         }
-        Self.responses(&yaml, ["304": "NotModified", "400": "BadRequest", "401": "Unauthorized", "404": "NotFound",
-                               "422": "TooManyReads", "503": "ServiceUnavailable"])
     }
 
     private func createOperation(_ yaml: inout YAMLLines) {
@@ -216,24 +224,9 @@ extension Resource {
     }
 
     private func computedOperation(_ yaml: inout YAMLLines, _ computed: Computed) {
-        yaml.line(2, "get:")
-        header(&yaml, id: "get\(schemaName)\(computed.name.capitalizedFirst)", summary: "Read the computed \(computed.name)",
-               description: "Tracks `\(path)/\(computed.name)`.")
-        yaml.line(3, "parameters:")
-        yaml.line(4, "- name: fields")
-        yaml.line(5, "in: query")
-        yaml.line(5, "description: Only `\(computed.name)`.")
-        yaml.line(5, "style: form")
-        yaml.line(5, "explode: false")
-        yaml.line(5, "schema:")
-        yaml.line(6, "type: array")
-        yaml.line(6, "minItems: 1")
-        yaml.line(6, "items:")
-        yaml.line(7, "type: string")
-        yaml.line(7, "enum: [\(computed.name)]")
-        Self.observerParameters(&yaml)
-        yaml.line(3, "responses:")
-        Self.readResponse(&yaml, description: "The value of `\(computed.name)`.") { yaml, level in
+        getOperation(&yaml, id: "get\(schemaName)\(computed.name.capitalizedFirst)", summary: "Read the computed \(computed.name)",
+                     description: "Tracks `\(path)/\(computed.name)`.", only: computed.name,
+                     answer: "The value of `\(computed.name)`.") { yaml, level in
             yaml.line(level, "type: object")
             yaml.line(level, "additionalProperties: false")
             yaml.line(level, "required: [\(computed.name)]")
@@ -241,8 +234,6 @@ extension Resource {
             yaml.line(level + 1, "\(computed.name):")
             Self.computedSchema(&yaml, computed, level: level + 2)
         }
-        Self.responses(&yaml, ["304": "NotModified", "400": "BadRequest", "401": "Unauthorized", "404": "NotFound",
-                               "422": "TooManyReads", "503": "ServiceUnavailable"])
     }
 
     private func header(_ yaml: inout YAMLLines, id: String, summary: String, description: String) {
@@ -326,21 +317,18 @@ extension Resource {
         }
     }
 
-    static func observerParameters(_ yaml: inout YAMLLines) {
-        for name in ["ObserverHeader", "ObserverQuery", "IfNoneMatch"] {
-            yaml.line(4, "- $ref: \"#/components/parameters/\(name)\"")
-        }
-    }
-
-    static func readResponse(_ yaml: inout YAMLLines, description: String, schema: (inout YAMLLines, Int) -> Void) {
-        yaml.line(4, "\"200\":")
-        yaml.line(5, "description: \(YAMLLines.quoted(description))")
-        yaml.line(5, "headers:")
-        for (header, component) in [("ETag", "ETag"), ("Observation-Cursor", "ObservationCursor"), ("Cache-Control", "CacheControlNoCache")] {
-            yaml.line(6, "\(header):")
-            yaml.line(7, "$ref: \"#/components/headers/\(component)\"")
-        }
-        jsonContent(&yaml, level: 5, schema)
+    /// A `fields` query parameter (after its `name:` line) taking `names`.
+    static func fieldsParameter(_ yaml: inout YAMLLines, level: Int, names: [String], description: String) {
+        yaml.line(level, "in: query")
+        yaml.line(level, "description: \(description)")
+        yaml.line(level, "style: form")
+        yaml.line(level, "explode: false")
+        yaml.line(level, "schema:")
+        yaml.line(level + 1, "type: array")
+        yaml.line(level + 1, "minItems: 1")
+        yaml.line(level + 1, "items:")
+        yaml.line(level + 2, "type: string")
+        yaml.line(level + 2, "enum: [\(names.joined(separator: ", "))]")
     }
 
     /// `content: application/json: schema:`, at `level`; `schema` writes
