@@ -37,71 +37,53 @@ extension ObservableAPI {
 
     private func add(_ resource: Resource, to router: Router) {
         let operations = resource.operations
-        switch resource.kind {
-        case .singleton:
-            if operations.contains(.get) {
-                router.get(resource.path) { [self] context in
-                    try read(context, fields: resource.selectableFields) { state, selection in
-                        resource.representation(of: state[singleton: resource], in: state, selection)
+        // A singleton is its own element: `/truck`, where a collection's is `/truck/donuts/:id`.
+        let element = resource.kind == .singleton ? resource.path : resource.path + "/:id"
+        if operations.contains(.list) {
+            router.get(resource.path) { [self] context in
+                try read(context, fields: resource.selectableFields) { state, selection in resource.list(in: state, selection) }
+            }
+        }
+        if operations.contains(.create) {
+            router.post(resource.path) { [self] context in
+                let fields = try RequestBody.validated(context.request, fields: resource.creatableFields, requireAll: true)
+                return try commit(context, resource.create(fields))
+            }
+        }
+        if operations.contains(.get) {
+            router.get(element) { [self] context in
+                let id = context.parameter("id")
+                return try read(context, fields: resource.selectableFields) { state, selection in
+                    resource.representation(of: try resource.record(id, in: state), in: state, selection)
+                }
+            }
+            for (index, computed) in resource.computed.enumerated() where resource.kind == .singleton {
+                let fields = [computed.name]
+                router.get(resource.path + "/" + computed.name) { [self] context in
+                    try read(context, fields: fields) { state, _ in resource.representation(ofComputed: index, in: state) }
+                }
+            }
+        }
+        if operations.contains(.patch) {
+            router.patch(element) { [self] context in
+                let fields = try RequestBody.validated(context.request, fields: resource.patchableFields, requireAll: false)
+                return try commit(context, resource.patch(context.parameter("id"), fields, ifMatch: context.request.header("If-Match")))
+            }
+        }
+        if operations.contains(.delete) {
+            router.delete(element) { [self] context in
+                try commit(context, resource.delete(context.parameter("id"), ifMatch: context.request.header("If-Match")))
+            }
+        }
+        for nested in resource.nested where nested.operations.contains(.get) {
+            let parameter = nested.elementName + "Id"
+            router.get(element + "/" + nested.path + "/:" + parameter) { [self] context in
+                let id = context.parameter("id"), nestedId = context.parameter(parameter)
+                return try read(context, fields: nested.selectableFields) { state, selection in
+                    guard let record = try resource.record(id, in: state)[nested][nestedId] else {
+                        throw ModelError.notFound("no \(nested.elementName) \(nestedId) in \(resource.elementName) \(id)")
                     }
-                }
-                for (index, computed) in resource.computed.enumerated() {
-                    let fields = [computed.name]
-                    router.get(resource.path + "/" + computed.name) { [self] context in
-                        try read(context, fields: fields) { state, _ in resource.representation(ofComputed: index, in: state) }
-                    }
-                }
-            }
-            if operations.contains(.patch) {
-                router.patch(resource.path) { [self] context in
-                    let fields = try RequestBody.validated(context.request, fields: resource.patchableFields, requireAll: false)
-                    return try commit(context, resource.patch("", fields, ifMatch: context.request.header("If-Match")))
-                }
-            }
-        case .collection:
-            let element = resource.path + "/:id"
-            if operations.contains(.list) {
-                router.get(resource.path) { [self] context in
-                    try read(context, fields: resource.selectableFields) { state, selection in resource.list(in: state, selection) }
-                }
-            }
-            if operations.contains(.create) {
-                router.post(resource.path) { [self] context in
-                    let fields = try RequestBody.validated(context.request, fields: resource.creatableFields, requireAll: true)
-                    return try commit(context, resource.create(fields))
-                }
-            }
-            if operations.contains(.get) {
-                router.get(element) { [self] context in
-                    let id = context.parameter("id")
-                    return try read(context, fields: resource.selectableFields) { state, selection in
-                        guard let record = state[resource][id] else { throw ModelError.notFound("no \(resource.elementName) \(id)") }
-                        return resource.representation(of: record, in: state, selection)
-                    }
-                }
-            }
-            if operations.contains(.patch) {
-                router.patch(element) { [self] context in
-                    let fields = try RequestBody.validated(context.request, fields: resource.patchableFields, requireAll: false)
-                    return try commit(context, resource.patch(context.parameter("id"), fields, ifMatch: context.request.header("If-Match")))
-                }
-            }
-            if operations.contains(.delete) {
-                router.delete(element) { [self] context in
-                    try commit(context, resource.delete(context.parameter("id"), ifMatch: context.request.header("If-Match")))
-                }
-            }
-            for nested in resource.nested where nested.operations.contains(.get) {
-                let parameter = nested.elementName + "Id"
-                router.get(element + "/" + nested.path + "/:" + parameter) { [self] context in
-                    let id = context.parameter("id"), nestedId = context.parameter(parameter)
-                    return try read(context, fields: nested.selectableFields) { state, selection in
-                        guard let parent = state[resource][id] else { throw ModelError.notFound("no \(resource.elementName) \(id)") }
-                        guard let record = parent[nested][nestedId] else {
-                            throw ModelError.notFound("no \(nested.elementName) \(nestedId) in \(resource.elementName) \(id)")
-                        }
-                        return nested.representation(of: record, in: state, selection)
-                    }
+                    return nested.representation(of: record, in: state, selection)
                 }
             }
         }

@@ -81,12 +81,15 @@ public struct WriteTransaction: ~Copyable {
     public mutating func update(_ resource: Resource, _ id: String, ifMatch: String? = nil,
                                 _ change: (inout Record) throws -> Void) throws -> Record
     {
-        guard let old = state[resource][id] else { throw ModelError.notFound("no \(resource.elementName) \(id)") }
+        let old = try resource.record(id, in: state)
         try require(ifMatch: ifMatch, current: resource.representation(of: old, in: state))
         var new = old
         try change(&new)
         try save(old: old, new: new, of: resource)
-        state[resource][id] = new
+        switch resource.kind {
+        case .singleton: state[singleton: resource] = new
+        case .collection: state[resource][id] = new
+        }
         touched.append((resource, old))
         return new
     }
@@ -94,14 +97,7 @@ public struct WriteTransaction: ~Copyable {
     /// Changes the singleton `resource` with `change`, as `update` does.
     @discardableResult
     public mutating func update(singleton resource: Resource, ifMatch: String? = nil, _ change: (inout Record) throws -> Void) throws -> Record {
-        let old = state[singleton: resource]
-        try require(ifMatch: ifMatch, current: resource.representation(of: old, in: state))
-        var new = old
-        try change(&new)
-        try save(old: old, new: new, of: resource)
-        state[singleton: resource] = new
-        touched.append((resource, old))
-        return new
+        try update(resource, "", ifMatch: ifMatch, change)
     }
 
     /// Stores what moved between `old` and `new` and records a change for
@@ -131,7 +127,7 @@ public struct WriteTransaction: ~Copyable {
     /// its properties. Throws `404` when there is no such element.
     @discardableResult
     public mutating func delete(_ resource: Resource, _ id: String, ifMatch: String? = nil) throws -> Record {
-        guard let record = state[resource][id] else { throw ModelError.notFound("no \(resource.elementName) \(id)") }
+        let record = try resource.record(id, in: state)
         let representation = resource.representation(of: record, in: state)
         try require(ifMatch: ifMatch, current: representation)
         try storage.delete(from: catalog.layout(of: resource), id: id)

@@ -23,15 +23,19 @@ extension Resource {
         }
     }
 
+    /// The element `id` (`404` when there is none), or the singleton's object.
+    public func record(_ id: String, in state: ModelState) throws(ModelError) -> Record {
+        if kind == .singleton { return state[singleton: self] }
+        guard let record = state[self][id] else { throw ModelError.notFound("no \(elementName) \(id)") }
+        return record
+    }
+
     /// Changes the fields a `PATCH` body names.
     public func patch(_ id: String, _ body: ValidatedBody, ifMatch: String?) -> PreparedWrite<Answer> {
         PreparedWrite { tx in
-            let apply = { (record: inout Record) in
+            let record = try tx.update(self, id, ifMatch: ifMatch) { record in
                 for (name, value) in body.values { record[name] = value }
             }
-            let record = self.kind == .singleton
-                ? try tx.update(singleton: self, ifMatch: ifMatch, apply)
-                : try tx.update(self, id, ifMatch: ifMatch, apply)
             return .ok(self.representation(of: record, in: tx.state))
         }
     }
