@@ -26,13 +26,11 @@ public enum DotGrid {
     static func rows(_ state: ModelState) -> [[Record]] {
         var rows: [[Record]] = []
         for dot in state[dots].values {
-            let row = Int(dot[rowPlace].intValue ?? 0), col = Int(dot[colPlace].intValue ?? 0)
+            let row = Int(dot[rowPlace].intValue ?? 0)
+            // Dots are loaded by row and column and appended at a row's end,
+            // so within a row the collection's order is column order.
             while rows.count <= row { rows.append([]) }
-            if rows[row].count <= col {
-                rows[row].append(dot)
-            } else {
-                rows[row].insert(dot, at: col)
-            }
+            rows[row].append(dot)
         }
         return rows
     }

@@ -1,0 +1,36 @@
+/// A write that needs code (tap, choose, progress, login, …): its route,
+/// the fields its body takes (checked as a model's are), and what it does.
+public struct Action: Sendable {
+    public let method: String
+    /// `/grid/dots/:id/tap`: `:name` segments are parameters.
+    public let pattern: String
+    public let input: [Field]
+    public let run: @Sendable (ActionInput) throws -> Plan
+
+    /// What an action does: one prepared write, committed with the writes
+    /// beside it, or several writes in order.
+    public enum Plan: Sendable {
+        case write(PreparedWrite<Answer>)
+        case writes(@Sendable (Store) throws -> Answer)
+    }
+
+    public init(_ method: String, _ pattern: String, input: [Field] = [], run: @escaping @Sendable (ActionInput) throws -> Plan) {
+        self.method = method
+        self.pattern = pattern
+        self.input = input
+        self.run = run
+    }
+}
+
+/// An action's request: its path parameters and its checked body.
+public struct ActionInput: Sendable {
+    public let parameters: [String: String]
+    public let body: ValidatedBody
+
+    public init(parameters: [String: String], body: ValidatedBody) {
+        self.parameters = parameters
+        self.body = body
+    }
+
+    public func parameter(_ name: String) -> String { parameters[name] ?? "" }
+}
