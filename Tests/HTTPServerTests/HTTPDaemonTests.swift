@@ -55,7 +55,7 @@ final class EchoResponder: HTTPResponder {
     }
 
     static func request(_ daemon: HTTPDaemon, _ text: String) throws -> RawResponse {
-        let connection = try RawConnection(port: daemon.port)
+        let connection = try RawConnection(port: daemon.port, receiveTimeout: 10)
         try connection.send(text)
         return try connection.receive()
     }
@@ -94,7 +94,7 @@ final class EchoResponder: HTTPResponder {
     @Test func aParkedConnectionIsAnsweredOnceByWhoeverAnswersFirst() throws {
         let (daemon, responder) = try Self.daemon()
         defer { daemon.stop() }
-        let connection = try RawConnection(port: daemon.port)
+        let connection = try RawConnection(port: daemon.port, receiveTimeout: 10)
         try connection.send("GET /park?timeout=30 HTTP/1.1\r\nHost: x\r\n\r\n")
         try waitUntil { daemon.parkedCount == 1 && responder.parked.withLock { $0.count } == 1 }
         let parked = try #require(responder.parked.withLock { $0.first })
@@ -126,9 +126,9 @@ final class EchoResponder: HTTPResponder {
     /// connection's answer before it returns.
     @Test func stopAnswersParkedConnectionsAndWaitsForSuspendedOnes() throws {
         let (daemon, responder) = try Self.daemon()
-        let parked = try RawConnection(port: daemon.port)
+        let parked = try RawConnection(port: daemon.port, receiveTimeout: 10)
         try parked.send("GET /park?timeout=30 HTTP/1.1\r\nHost: x\r\n\r\n")
-        let suspended = try RawConnection(port: daemon.port)
+        let suspended = try RawConnection(port: daemon.port, receiveTimeout: 10)
         try suspended.send("GET /suspend HTTP/1.1\r\nHost: x\r\n\r\n")
         try waitUntil { daemon.parkedCount == 1 && responder.suspended.withLock { $0.count } == 1 }
 
@@ -141,7 +141,7 @@ final class EchoResponder: HTTPResponder {
         let deadlineAnswer = try parked.receive()
         #expect(deadlineAnswer.status == 204)
         #expect(deadlineAnswer.headers["x-answered-by"] == "deadline")
-        #expect(throws: RawConnectionError.self) { try Self.request(daemon, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(throws: TestHTTPError.self) { try Self.request(daemon, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n") }
         // Still waiting for the suspended one (looked at for a tenth of a second).
         #expect(stopped.wait(timeout: .now() + 0.1) == .timedOut)
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A JSON value as the tests see it: answers are parsed, and request bodies
 /// written, with Foundation's `JSONSerialization`, never with the server's

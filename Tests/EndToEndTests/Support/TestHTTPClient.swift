@@ -1,7 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import TestSupport
 
 /// A response as a test sees it.
 struct TestResponse {
@@ -16,45 +14,17 @@ struct TestResponse {
     var cursor: Int64? { header("Observation-Cursor").flatMap { Int64($0) } }
 }
 
-enum TestHTTPError: Error {
-    case connect(Int32)
-    case io(String)
-}
-
-/// A minimal blocking HTTP/1.1 client over one TCP connection, so tests
-/// control exactly what is sent and when (and can park many long-polls).
+/// One connection to the server under test: raw bytes, or requests with
+/// their answers as tests see them.
 final class TestConnection {
-    let fd: Int32
-    private var buffer: [UInt8] = []
+    private let raw: RawConnection
 
     init(port: UInt16, receiveTimeout: Double = 70) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestHTTPError.connect(errno) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let error = errno
-            close(fd)
-            throw TestHTTPError.connect(error)
-        }
-        var timeout = timeval(tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout - receiveTimeout.rounded(.down)) * 1_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        raw = try RawConnection(port: port, receiveTimeout: receiveTimeout)
     }
 
-    deinit { close(fd) }
-
     func sendRaw(_ bytes: [UInt8]) throws {
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw TestHTTPError.io("send failed: \(errno)") }
-            sent += n
-        }
+        try raw.send(bytes)
     }
 
     func send(_ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8]? = nil) throws {
@@ -62,51 +32,18 @@ final class TestConnection {
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
-        try sendRaw(Array(head.utf8) + (body ?? []))
+        try raw.send(Array(head.utf8) + (body ?? []))
     }
 
     /// Reads one response (Content-Length framed; HEAD/204/304 have no body).
     func receive(method: String = "GET") throws -> TestResponse {
-        while true {
-            if let end = headerEnd() {
-                let head = String(decoding: buffer[..<end], as: UTF8.self)
-                var lines = head.components(separatedBy: "\r\n")
-                let statusLine = lines.removeFirst().split(separator: " ")
-                guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestHTTPError.io("bad status line") }
-                var headers: [String: String] = [:]
-                for line in lines {
-                    guard let colon = line.firstIndex(of: ":") else { continue }
-                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                }
-                let length = (method == "HEAD" || status == 204 || status == 304) ? 0 : Int(headers["content-length"] ?? "0") ?? 0
-                while buffer.count < end + 4 + length { try fill() }
-                let body = Array(buffer[(end + 4)..<(end + 4 + length)])
-                buffer.removeFirst(end + 4 + length)
-                return TestResponse(status: status, headers: headers, body: body)
-            }
-            try fill()
-        }
+        let response = try raw.receive(method: method)
+        return TestResponse(status: response.status, headers: response.headers, body: response.body)
     }
 
     /// True when the server has closed the connection (reads EOF).
     func isClosedByServer() -> Bool {
-        var byte: UInt8 = 0
-        return recv(fd, &byte, 1, 0) == 0
-    }
-
-    private func headerEnd() -> Int? {
-        guard buffer.count >= 4 else { return nil }
-        for i in 0...(buffer.count - 4) where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
-            return i
-        }
-        return nil
-    }
-
-    private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { throw TestHTTPError.io(n == 0 ? "connection closed" : "recv failed: \(errno)") }
-        buffer.append(contentsOf: chunk[..<n])
+        raw.isClosedByServer()
     }
 
     func request(_ method: String, _ path: String, headers: [String: String] = [:], json: JSONValue? = nil, body: [UInt8]? = nil) throws -> TestResponse {

@@ -3,29 +3,32 @@ import Foundation
 import Glibc
 #endif
 
+public enum TestHTTPError: Error {
+    case connect(Int32)
+    case io(String)
+}
+
 /// An answer as read off the wire.
-struct RawResponse {
-    let status: Int
+public struct RawResponse: Sendable {
+    public let status: Int
     /// Header names in lower case.
-    let headers: [String: String]
-    let body: [UInt8]
+    public let headers: [String: String]
+    public let body: [UInt8]
 
-    var text: String { String(decoding: body, as: UTF8.self) }
+    public var text: String { String(decoding: body, as: UTF8.self) }
 }
 
-struct RawConnectionError: Error, CustomStringConvertible {
-    let description: String
-}
-
-/// One TCP connection to the daemon under test, writing exactly the bytes
-/// a test gives it and reading answers framed by `Content-Length`.
-final class RawConnection {
+/// A minimal blocking HTTP/1.1 connection over one TCP socket to a server on
+/// loopback: it writes exactly the bytes a test gives it (so tests control
+/// what is sent and when, and can hold many connections open) and reads
+/// answers framed by `Content-Length`.
+public final class RawConnection {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16, receiveTimeout: Int = 10) throws {
+    public init(port: UInt16, receiveTimeout: Double = 70) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawConnectionError(description: "socket: \(errno)") }
+        guard fd >= 0 else { throw TestHTTPError.connect(errno) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -34,43 +37,42 @@ final class RawConnection {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard rc == 0 else {
+            let error = errno
             close(fd)
-            throw RawConnectionError(description: "connect: \(errno)")
+            throw TestHTTPError.connect(error)
         }
-        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+        var timeout = timeval(tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout - receiveTimeout.rounded(.down)) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit { close(fd) }
 
-    func send(_ text: String) throws {
+    public func send(_ text: String) throws {
         try send(Array(text.utf8))
     }
 
-    func send(_ bytes: [UInt8]) throws {
+    public func send(_ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw RawConnectionError(description: "send: \(errno)") }
+            guard n > 0 else { throw TestHTTPError.io("send failed: \(errno)") }
             sent += n
         }
     }
 
-    /// Reads one answer.
-    func receive() throws -> RawResponse {
+    /// Reads one answer (`HEAD`, `204` and `304` have no body).
+    public func receive(method: String = "GET") throws -> RawResponse {
         while true {
             if let end = headEnd() {
                 var lines = String(decoding: buffer[..<end], as: UTF8.self).components(separatedBy: "\r\n")
                 let statusLine = lines.removeFirst().split(separator: " ")
-                guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
-                    throw RawConnectionError(description: "bad status line")
-                }
+                guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestHTTPError.io("bad status line") }
                 var headers: [String: String] = [:]
                 for line in lines {
                     guard let colon = line.firstIndex(of: ":") else { continue }
                     headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
                 }
-                let length = status == 204 || status == 304 ? 0 : Int(headers["content-length"] ?? "0") ?? 0
+                let length = (method == "HEAD" || status == 204 || status == 304) ? 0 : Int(headers["content-length"] ?? "0") ?? 0
                 while buffer.count < end + 4 + length { try fill() }
                 let body = Array(buffer[(end + 4)..<(end + 4 + length)])
                 buffer.removeFirst(end + 4 + length)
@@ -78,6 +80,12 @@ final class RawConnection {
             }
             try fill()
         }
+    }
+
+    /// True when the server has closed the connection (reads EOF).
+    public func isClosedByServer() -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, 0) == 0
     }
 
     private func headEnd() -> Int? {
@@ -88,7 +96,7 @@ final class RawConnection {
     private func fill() throws {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { throw RawConnectionError(description: n == 0 ? "closed by the server" : "recv: \(errno)") }
+        guard n > 0 else { throw TestHTTPError.io(n == 0 ? "connection closed" : "recv failed: \(errno)") }
         buffer.append(contentsOf: chunk[..<n])
     }
 }
