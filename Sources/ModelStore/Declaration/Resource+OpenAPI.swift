@@ -178,15 +178,7 @@ extension Resource {
         header(&yaml, id: "create\(schemaName)", summary: "Create a\(article) \(elementName)",
                description: "Changes: `insert \(path)`, whose `new` is the \(elementName).")
         body(&yaml, creatableFields, requireAll: true)
-        yaml.line(3, "responses:")
-        yaml.line(4, "\"201\":")
-        yaml.line(5, "description: The \(elementName).")
-        yaml.line(5, "headers:")
-        yaml.line(6, "Location:")
-        yaml.line(7, "$ref: \"#/components/headers/Location\"")
-        yaml.line(6, "ETag:")
-        yaml.line(7, "$ref: \"#/components/headers/ETag\"")
-        Self.jsonContent(&yaml, level: 5) { $0.line($1, "$ref: \"#/components/schemas/\(schemaName)\"") }
+        writeAnswer(&yaml, status: "201", description: "The \(elementName).", headers: ["Location", "ETag"])
         Self.responses(&yaml, ["400": "BadRequest", "401": "Unauthorized", "413": "ContentTooLarge", "422": "UnprocessableContent",
                                "503": "ServiceUnavailable"])
     }
@@ -199,17 +191,26 @@ extension Resource {
         yaml.line(3, "parameters:")
         yaml.line(4, "- $ref: \"#/components/parameters/IfMatch\"")
         body(&yaml, fields, requireAll: false)
-        yaml.line(3, "responses:")
-        yaml.line(4, "\"200\":")
-        yaml.line(5, "description: The whole \(kind == .collection ? elementName : name) after the change.")
-        yaml.line(5, "headers:")
-        yaml.line(6, "ETag:")
-        yaml.line(7, "$ref: \"#/components/headers/ETag\"")
-        Self.jsonContent(&yaml, level: 5) { $0.line($1, "$ref: \"#/components/schemas/\(schemaName)\"") }
+        writeAnswer(&yaml, status: "200", description: "The whole \(kind == .collection ? elementName : name) after the change.",
+                    headers: ["ETag"])
         var errors = ["400": "BadRequest", "401": "Unauthorized", "412": "PreconditionFailed", "413": "ContentTooLarge",
                       "422": "UnprocessableContent", "503": "ServiceUnavailable"]
         if kind == .collection { errors["404"] = "NotFound" }
         Self.responses(&yaml, errors)
+    }
+
+    /// The `responses:` of a write, opened with its answer: the whole
+    /// representation, with `headers` (components of the same name).
+    private func writeAnswer(_ yaml: inout YAMLLines, status: String, description: String, headers: [String]) {
+        yaml.line(3, "responses:")
+        yaml.line(4, "\"\(status)\":")
+        yaml.line(5, "description: \(description)")
+        yaml.line(5, "headers:")
+        for header in headers {
+            yaml.line(6, "\(header):")
+            yaml.line(7, "$ref: \"#/components/headers/\(header)\"")
+        }
+        Self.jsonContent(&yaml, level: 5) { $0.line($1, "$ref: \"#/components/schemas/\(schemaName)\"") }
     }
 
     private func deleteOperation(_ yaml: inout YAMLLines) {
