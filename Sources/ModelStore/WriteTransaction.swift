@@ -138,12 +138,15 @@ public struct WriteTransaction: ~Copyable {
 
     // MARK: - Preconditions
 
-    /// Checks `If-Match` against the current representation. It compares
-    /// strongly (RFC 9110): weak tags never match.
-    public func require(ifMatch: String?, current: Representation) throws(ModelError) {
+    /// Checks `If-Match` against the current representation, which is
+    /// built only when there is one to check (an update of a job's progress
+    /// or a card does not render the whole element). It compares strongly
+    /// (RFC 9110): weak tags never match.
+    public func require(ifMatch: String?, current: @autoclosure () -> Representation) throws(ModelError) {
         guard let ifMatch else { return }
-        guard EntityTag.list(ifMatch, contains: current.etag, weak: false) else {
-            throw ModelError(.preconditionFailed, "If-Match \(ifMatch) does not match the current version \(current.etag)")
+        let etag = current().etag
+        guard EntityTag.list(ifMatch, contains: etag, weak: false) else {
+            throw ModelError(.preconditionFailed, "If-Match \(ifMatch) does not match the current version \(etag)")
         }
     }
 
