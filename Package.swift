@@ -25,6 +25,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(name: "Concurrency"),
         .target(
             name: "HTTPServer",
@@ -35,6 +40,7 @@ let package = Package(
             ]
         ),
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
+        .target(name: "PostgresClient", dependencies: ["CPostgres"]),
         .target(name: "JSON"),
         // docs/openapi.yaml, web/ and migrations/, built in by the EmbedFiles plugin.
         .target(name: "EmbeddedFiles", plugins: ["EmbedFiles"]),
@@ -49,7 +55,7 @@ let package = Package(
         .target(
             name: "ModelStore",
             dependencies: [
-                "ModelObservation", "SQLiteStore", "JSON", "Concurrency",
+                "ModelObservation", "SQLiteStore", "PostgresClient", "JSON", "Concurrency",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -59,6 +59,8 @@ public final class ObservableAPI: Sendable {
     func read(_ context: RouteContext, fields allowed: [String], _ render: (ModelState, FieldSelection) throws -> Representation) throws -> Reply {
         let request = context.request
         let observer = request.header("Observer") ?? request.query["observer"]
+        // Behind a load balancer: every write acknowledged anywhere shows.
+        try store.synchronize()
         if let observer, store.registry.withLock({ $0.observer(observer) }) == nil {
             throw APIError(404, "no observer \(observer); create one with POST /observers")
         }

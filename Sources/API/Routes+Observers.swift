@@ -20,6 +20,7 @@ extension ObservableAPI {
         }
         router.get("/observers/:id") { [self] context in
             let id = context.parameter("id")
+            try store.synchronize()
             guard let observer = store.registry.withLock({ $0.touch(id, now: ServerClock.wallSeconds) ? $0.observer(id) : nil }) else {
                 throw APIError(404, "no observer \(id)")
             }
@@ -48,6 +49,7 @@ extension ObservableAPI {
             case "true": coalesce = true
             case let other?: throw APIError(400, "coalesce must be true or false, not \(other)")
             }
+            try store.synchronize()
             return feed.poll(context.parameter("id"), since: since, limit: Int(limit), coalesce: coalesce, timeout: timeout,
                              headers: context.corsHeaders,
                              connection: context.connection)

@@ -1,8 +1,10 @@
 import HTTPServer
+import ModelStore
 
 extension ObservableAPI {
     func addOperationRoutes(to router: Router) {
         router.get("/healthz", access: .open) { [self] context in
+            guard store.isDatabaseReachable else { throw ModelError(.busy, "The database cannot be reached; retry shortly.") }
             let seq = store.registry.withLock { $0.lastSeq }
             let body = #"{"status":"ok","seq":\#(seq)}"#
             var response = HTTPResponse(status: 200, body: Array(body.utf8))

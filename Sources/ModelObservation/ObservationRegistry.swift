@@ -122,6 +122,16 @@ public struct ObservationRegistry: Sendable {
         }
     }
 
+    /// Replaces everything it knows with what was loaded again (see
+    /// `restore`), keeping the parked waiters: returned, each with its
+    /// observer, for the caller to ask again.
+    public mutating func reload(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) -> [(observer: String, waiter: any ChangeWaiter)] {
+        let waiters = s.waiters
+        s = State()
+        restore(observers: observers, changes: changes, lastSeq: lastSeq)
+        return waiters.map { ($0.key, $0.value) }
+    }
+
     // MARK: - Facts
 
     public var lastSeq: Int64 { s.lastSeq }
@@ -374,7 +384,16 @@ public struct ObservationRegistry: Sendable {
     /// Observers whose cursor or last use changed since the last call, for
     /// persisting. A parked observer is not rewritten every second: its
     /// poll's answer marks it used, and expiry skips it while it is parked.
-    public mutating func takeDirty(now: Double) -> [ObserverSnapshot] {
+    /// With `touchingParked`, a parked observer past half its TTL counts as
+    /// used now (where other processes decide expiry on what is saved).
+    public mutating func takeDirty(now: Double, touchingParked: Bool = false) -> [ObserverSnapshot] {
+        if touchingParked {
+            for id in s.waiters.keys {
+                guard let observer = s.observers[id], observer.lastUsed + Double(observer.ttlSeconds) / 2 < now else { continue }
+                s.observers[id]!.lastUsed = now
+                s.dirty.insert(id)
+            }
+        }
         let snapshots = s.dirty.compactMap { s.observers[$0] }
         s.dirty.removeAll(keepingCapacity: true)
         return snapshots

@@ -12,6 +12,8 @@ public struct Catalog: Sendable {
     public let migrations: [(name: String, sql: String)]
     let singletons: [Resource]
     private let layouts: [ObjectIdentifier: TableLayout]
+    /// By table number: the model, the one it is nested in, and its place there.
+    private let tables: [(resource: Resource, parent: Resource?, index: Int)]
 
     public init(resources: [Resource], actions: [Action] = [], reads: [Read] = [], background: [any BackgroundWork] = [],
                 migrations: [(name: String, sql: String)] = [])
@@ -23,18 +25,27 @@ public struct Catalog: Sendable {
         self.background = background
         singletons = resources.filter { $0.kind == .singleton }
         var layouts: [ObjectIdentifier: TableLayout] = [:]
-        func add(_ resource: Resource, parentColumn: String?) {
-            layouts[ObjectIdentifier(resource)] = TableLayout(resource, number: layouts.count, parentColumn: parentColumn)
-            for nested in resource.nested { add(nested, parentColumn: Field.snakeCase(resource.elementName) + "_id") }
+        var tables: [(resource: Resource, parent: Resource?, index: Int)] = []
+        func add(_ resource: Resource, parent: Resource?, index: Int) {
+            let parentColumn = parent.map { Field.snakeCase($0.elementName) + "_id" }
+            layouts[ObjectIdentifier(resource)] = TableLayout(resource, number: tables.count, parentColumn: parentColumn)
+            tables.append((resource, parent, index))
+            for (index, nested) in resource.nested.enumerated() { add(nested, parent: resource, index: index) }
         }
-        for resource in resources { add(resource, parentColumn: nil) }
+        for resource in resources { add(resource, parent: nil, index: 0) }
         self.layouts = layouts
+        self.tables = tables
     }
 
     /// This catalog with the models, actions and reads of `other` after its own.
     public func adding(_ other: Catalog) -> Catalog {
         Catalog(resources: resources + other.resources, actions: actions + other.actions, reads: reads + other.reads,
                 background: background + other.background, migrations: migrations + other.migrations)
+    }
+
+    /// The table numbered `number` (`TableLayout.number`).
+    func table(number: Int) -> (resource: Resource, parent: Resource?, index: Int)? {
+        tables.indices.contains(number) ? tables[number] : nil
     }
 
     func layout(of resource: Resource) -> TableLayout {

@@ -11,7 +11,7 @@ extension Store {
         guard Self.observerTTLRange.contains(ttlSeconds) else {
             throw ModelError.unprocessable("ttlSeconds must be between 1 and 86400")
         }
-        return try writer.withLock { storage in
+        return try exclusive { storage in
             // Under the writer lock no commit can move `seq` meanwhile.
             let observer = ObserverSnapshot(id: Identifier.make(), cursor: registry.withLock { $0.lastSeq }, ttlSeconds: ttlSeconds, lastUsed: now)
             try storage.insertObserver(observer)
@@ -22,7 +22,7 @@ extension Store {
 
     /// Deletes an observer and its reads; returns its parked waiter, if any.
     public func deleteObserver(_ id: String) throws -> (any ChangeWaiter)? {
-        try writer.withLock { storage in
+        try exclusive { storage in
             let (existed, waiter) = registry.withLock { $0.remove(id) }
             guard existed else { throw ModelError.notFound("no observer \(id)") }
             try storage.deleteObserver(id)
@@ -32,7 +32,7 @@ extension Store {
 
     /// Forgets every read of an observer.
     public func clearReads(of id: String, now: Double = ServerClock.wallSeconds) throws {
-        try writer.withLock { storage in
+        try exclusive { storage in
             guard registry.withLock({ $0.clearReads(id, now: now) }) else { throw ModelError.notFound("no observer \(id)") }
             try storage.clearReads(of: id)
         }
@@ -48,13 +48,22 @@ extension Store {
         // stores the reads its inserts imply for the readers the registry
         // knows, and a read tracked after it replays those inserts and
         // stores what they imply with the read itself.
-        let result = try writer.withLock { storage -> ObservationRegistry.TrackResult in
+        let result = try exclusive { storage -> ObservationRegistry.TrackResult in
             switch registry.withLock({ $0.planTrack(id, keys: keys, at: seq, now: now) }) {
             case .refused(let result):
                 return result
             case .reads(let added, let replayed):
                 // Stored outside the registry's lock, before they take effect.
-                if !added.isEmpty { try storage.transaction { try storage.addReads(added.map { (id, $0.0, $0.1) }) } }
+                if !added.isEmpty {
+                    let reads = added.map { (id, $0.0, $0.1) }
+                    if let shared = storage as? any SharedStorage {
+                        // Inside the ordered transaction: the others replay the read itself.
+                        try shared.addReads(reads)
+                        shared.journalTrack(observer: id, keys: keys, seq: seq)
+                    } else {
+                        try storage.transaction { try storage.addReads(reads) }
+                    }
+                }
                 return registry.withLock { $0.applyTrack(id, added, replayed: replayed) }
             }
         }

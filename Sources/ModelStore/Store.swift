@@ -16,13 +16,15 @@ import SQLiteStore
 /// only after a commit, so a read never shows an uncommitted write.
 public final class Store: Sendable {
     public struct Configuration: Sendable {
-        public var databasePath: String
+        /// A SQLite file, or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
+        /// for a database that several instances share.
+        public var database: String
         public var retainChanges: Int = 100_000
         public var synchronous: Database.Synchronous = .normal
         public var maxReadsPerObserver: Int = 100_000
 
-        public init(databasePath: String) {
-            self.databasePath = databasePath
+        public init(database: String) {
+            self.database = database
         }
     }
 
@@ -33,9 +35,20 @@ public final class Store: Sendable {
     public let registry: Locked<ObservationRegistry>
     public let catalog: Catalog
     let writer: Locked<any ModelStorage>
+    /// The same storage when several instances share it; its calls made
+    /// outside the writer lock (the probe, the listener, claims) have
+    /// connections and locks of their own.
+    let shared: (any SharedStorage)?
+    /// The journal's version the state reflects (shared storage only);
+    /// moved after the state it stands for is current.
+    let appliedVersion: Locked<Int64>
+    /// One question to the database for the reads waiting at that moment.
+    let freshness = SharedRound()
+    /// Follows the other instances' commits (shared storage only).
+    let follower = Locked<ServiceThread?>(nil)
     /// What reads see: replaced whole after each commit, so that a read
     /// takes one reference rather than one per model.
-    private let current: Locked<Snapshot>
+    let current: Locked<Snapshot>
     /// Writes waiting for the next group commit.
     private let queue = WriteQueue()
     /// Commits the writes that gather while another commit runs (set once, in `init`).
@@ -44,9 +57,14 @@ public final class Store: Sendable {
     private let wake: Locked<Wake?>
     public let logger: Logger
 
-    /// Opens the SQLite database of `configuration`, then as `init(storage:…)`.
+    /// Opens the database of `configuration` (SQLite or PostgreSQL), then
+    /// as `init(storage:…)`.
     public convenience init(configuration: Configuration, catalog: Catalog, logger: Logger = Logger(label: "observable.store")) throws {
-        let storage = try SQLiteStorage(path: configuration.databasePath, synchronous: configuration.synchronous)
+        let storage: any ModelStorage
+        switch try Engine(configuration.database) {
+        case .sqlite(let path): storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
+        case .postgres(let url): storage = try PostgresStorage(url: url)
+        }
         try self.init(storage: storage, configuration: configuration, catalog: catalog, logger: logger)
     }
 
@@ -58,17 +76,30 @@ public final class Store: Sendable {
         let applied = try storage.migrate(catalog.migrations)
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
         var registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
-        let state = try Self.loadState(storage, catalog)
-        let lastSeq = state.seq
-        registry.restore(observers: try storage.observers(),
-                         changes: try storage.changes(after: lastSeq - Int64(configuration.retainChanges)), lastSeq: lastSeq)
+        let shared = storage as? any SharedStorage
+        // Shared: loaded in an ordered transaction, so that no other
+        // instance commits between the rows and the version they reflect.
+        let version = try shared?.beginOrdered() ?? 0
+        let state: ModelState
+        do {
+            state = try Self.loadState(storage, catalog)
+            registry.restore(observers: try storage.observers(),
+                             changes: try storage.changes(after: state.seq - Int64(configuration.retainChanges)), lastSeq: state.seq)
+            try shared?.commit()
+        } catch {
+            shared?.rollback()
+            throw error
+        }
         self.registry = Locked(registry)
         self.catalog = catalog
         self.writer = Locked(storage)
+        self.shared = shared
+        self.appliedVersion = Locked(version)
         self.current = Locked(Snapshot(state))
         self.wake = Locked(nil)
         self.logger = logger
         startCommitting()
+        if shared != nil { startFollowing() }
     }
 
     deinit {
@@ -188,11 +219,24 @@ public final class Store: Sendable {
     private func transact(_ batch: [any QueuedWrite], on storage: any ModelStorage,
                           woken: inout [(observer: String, waiter: any ChangeWaiter)]) -> Bool
     {
-        var state = snapshot.state
         var committed: [Change] = []
         var writes: Int64 = 0
+        var state: ModelState
         do {
-            try storage.begin()
+            if let shared = storage as? any SharedStorage {
+                // Decided on the current state: what other instances
+                // committed before this transaction took the order first.
+                let newest = try shared.beginOrdered()
+                do {
+                    try catchUp(shared, to: newest, woken: &woken)
+                } catch {
+                    shared.rollback()
+                    throw error
+                }
+            } else {
+                try storage.begin()
+            }
+            state = snapshot.state
             do {
                 for write in batch {
                     let rowsBefore = storage.rowsChanged
@@ -230,6 +274,10 @@ public final class Store: Sendable {
         woken += registry.withLock { $0.publish(committed) }
         let next = Snapshot(state)
         current.withLock { $0 = next }
+        if let shared = storage as? any SharedStorage {
+            let version = shared.committedVersion
+            appliedVersion.withLock { $0 = max($0, version) }
+        }
         commits.withLock { $0.transactions += 1; $0.writes += writes }
         return true
     }
@@ -254,7 +302,7 @@ public final class Store: Sendable {
     // MARK: - Loading
 
     /// Every model of `catalog` from its table, nested elements inside theirs.
-    private static func loadState(_ storage: any ModelStorage, _ catalog: Catalog) throws -> ModelState {
+    static func loadState(_ storage: any ModelStorage, _ catalog: Catalog) throws -> ModelState {
         var state = ModelState(seq: try storage.lastSeq())
         for resource in catalog.resources {
             let rows = try storage.rows(of: catalog.layout(of: resource))
@@ -287,6 +335,10 @@ public final class Store: Sendable {
     /// Prunes the change log to its retained size, drops observers past their
     /// TTL and persists observers' cursors and last use. Run every second.
     public func maintain(now: Double = ServerClock.wallSeconds) {
+        if let shared {
+            maintainShared(shared, now: now)
+            return
+        }
         let (prunedThrough, expired, dirty) = registry.withLock { registry in
             (registry.oldestAvailableSeq, registry.expire(now: now), registry.takeDirty(now: now))
         }
@@ -306,6 +358,7 @@ public final class Store: Sendable {
         queue.close()
         // Unbounded: an acknowledged write must not be cut off by closing.
         committer.withLock { $0 }?.join()
+        follower.withLock { $0 }?.stop()
         maintain()
         writer.withLock { $0.close() }
     }

@@ -85,7 +85,7 @@ public struct WriteTransaction: ~Copyable {
         try require(ifMatch: ifMatch, current: resource.representation(of: old, in: state))
         var new = old
         try change(&new)
-        try save(old: old, new: new, of: resource)
+        try save(old: old, new: new, of: resource, parentId: nil)
         switch resource.kind {
         case .singleton: state[singleton: resource] = new
         case .collection: state[resource][id] = new
@@ -102,9 +102,9 @@ public struct WriteTransaction: ~Copyable {
 
     /// Stores what moved between `old` and `new` and records a change for
     /// each shown field that moved.
-    private mutating func save(old: Record, new: Record, of resource: Resource) throws {
+    private mutating func save(old: Record, new: Record, of resource: Resource, parentId: String?) throws {
         if old.values != new.values {
-            try storage.update(catalog.layout(of: resource), id: new.id, values: new.values)
+            try storage.update(catalog.layout(of: resource), id: new.id, parentId: parentId, values: new.values)
             for index in old.values.indices where resource.keyNames[index] != nil && old.values[index] != new.values[index] {
                 pending.append(.set(new.keys[index], old: JSONWriter.string(old.values[index]), new: JSONWriter.string(new.values[index])))
             }
@@ -115,7 +115,7 @@ public struct WriteTransaction: ~Copyable {
                 guard let previous = before[child.id] else {
                     throw ModelError(.unprocessable, "\(nested.elementName) \(child.id) cannot be added by an update")
                 }
-                try save(old: previous, new: child, of: nested)
+                try save(old: previous, new: child, of: nested, parentId: new.id)
             }
         }
     }

@@ -68,7 +68,7 @@ struct Serve: ParsableCommand {
         logger.logLevel = level
         logger.info("observable-server starting, pid \(getpid())")
 
-        var storeConfiguration = Store.Configuration(databasePath: store.databasePath)
+        var storeConfiguration = Store.Configuration(database: try store.databaseName())
         storeConfiguration.retainChanges = try setting(retainChanges, "OBSERVABLE_RETAIN_CHANGES", default: 100_000)
         storeConfiguration.maxReadsPerObserver = try setting(maxReadsPerObserver, "OBSERVABLE_MAX_READS_PER_OBSERVER", default: 100_000)
         let syncName = (setting(synchronous, "OBSERVABLE_SYNCHRONOUS") ?? "normal").uppercased()
@@ -113,7 +113,7 @@ struct Migrate: ParsableCommand {
     @OptionGroup var store: StoreOptions
 
     func run() throws {
-        let applied = try Store.migrate(databasePath: store.databasePath, migrations: SeedModels.catalog().migrations)
+        let applied = try Store.migrate(database: try store.databaseName(), migrations: SeedModels.catalog().migrations)
         print(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
     }
 }

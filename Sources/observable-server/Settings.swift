@@ -1,5 +1,9 @@
 import ArgumentParser
 import FoundationEssentials
+import ModelStore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A setting given by flag, else by its `OBSERVABLE_…` environment variable,
 /// else its default.
@@ -20,8 +24,20 @@ func setting(_ flag: String?, _ variable: String) -> String? {
 
 /// Options shared by `serve` and `migrate`.
 struct StoreOptions: ParsableArguments {
-    @Option(help: "SQLite database file (env OBSERVABLE_DATABASE; default ./data/observable.sqlite).")
+    @Option(help: "SQLite database file, or postgres://USER[:PASSWORD]@HOST[:PORT]/DB for a database several instances share (env OBSERVABLE_DATABASE; default ./data/observable.sqlite).")
     var database: String?
 
-    var databasePath: String { setting(database, "OBSERVABLE_DATABASE") ?? "./data/observable.sqlite" }
+    /// The database named, checked: a URL of another scheme than
+    /// `postgres://` is refused (exit 64), never taken for a file name.
+    func databaseName() throws -> String {
+        let name = setting(database, "OBSERVABLE_DATABASE") ?? "./data/observable.sqlite"
+        do {
+            _ = try Store.Engine(name)
+        } catch {
+            let message = Array("observable-server: \(error)\n".utf8)
+            _ = write(2, message, message.count)
+            throw ExitCode(64)
+        }
+        return name
+    }
 }

@@ -35,7 +35,7 @@ import Testing
     static func store(folder: String = GroupCommitTests.temporaryFolder()) throws -> Store {
         // The engine's own tables come with the seed systems' first migration.
         let seed = GroupCommitTests.seedMigrations().prefix(1)
-        return try Store(configuration: Store.Configuration(databasePath: folder + "/shelf.sqlite"),
+        return try Store(configuration: Store.Configuration(database: folder + "/shelf.sqlite"),
                          catalog: Catalog(resources: [boxes, shelf], migrations: Array(seed) + [("0100_shelf.sql", migration)]))
     }
 

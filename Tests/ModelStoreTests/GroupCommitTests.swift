@@ -14,7 +14,7 @@ import TestSupport
     static let glazed = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
 
     static func makeStore(folder: String = temporaryFolder()) throws -> Store {
-        try Store(configuration: Store.Configuration(databasePath: folder + "/observable.sqlite"), catalog: SeedModels.catalog())
+        try Store(configuration: Store.Configuration(database: folder + "/observable.sqlite"), catalog: SeedModels.catalog())
     }
 
     /// The seed systems' migrations, as built in.

@@ -7,5 +7,5 @@ import Models
 func seedStore() throws -> Store {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("observable-models-" + UUID().uuidString).path
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    return try Store(configuration: Store.Configuration(databasePath: folder + "/observable.sqlite"), catalog: SeedModels.catalog())
+    return try Store(configuration: Store.Configuration(database: folder + "/observable.sqlite"), catalog: SeedModels.catalog())
 }

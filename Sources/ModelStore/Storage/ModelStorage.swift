@@ -30,12 +30,14 @@ public protocol ModelStorage: AnyObject {
     func commit() throws
     func rollback()
     /// Rows changed on this connection so far: a write that failed without
-    /// changing any can fail alone in a group.
+    /// changing any can fail alone in a group. (A failed statement that
+    /// spoils the transaction counts as a change.)
     var rowsChanged: Int64 { get }
 
     func insert(into table: TableLayout, _ row: StoredRow) throws
-    /// Updates the row `id` (ignored for a singleton's table) to `values`.
-    func update(_ table: TableLayout, id: String, values: [JSONValue]) throws
+    /// Updates the row `id` (ignored for a singleton's table), nested in
+    /// the row `parentId` when its table is nested, to `values`.
+    func update(_ table: TableLayout, id: String, parentId: String?, values: [JSONValue]) throws
     /// Deletes the row `id`, and with it the rows nested in it.
     func delete(from table: TableLayout, id: String) throws
     func append(_ change: Change) throws

@@ -26,7 +26,8 @@ final class SQLiteStorage: ModelStorage {
     }
 
     func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String] {
-        try Migrator(files: migrations).migrate(database)
+        // `NNNN_name.postgres.sql` files are PostgreSQL's own variants.
+        try Migrator(files: migrations.filter { !$0.name.hasSuffix(".postgres.sql") }).migrate(database)
     }
 
     private func sql(for table: TableLayout) -> TableSQL {
@@ -136,7 +137,7 @@ final class SQLiteStorage: ModelStorage {
         try database.execute(sql(for: table).insert, values)
     }
 
-    func update(_ table: TableLayout, id: String, values: [JSONValue]) throws {
+    func update(_ table: TableLayout, id: String, parentId: String?, values: [JSONValue]) throws {
         var bound = values.map(Self.sqlValue)
         if case .collection = table.shape { bound.append(.text(id)) }
         try database.execute(sql(for: table).update, bound)

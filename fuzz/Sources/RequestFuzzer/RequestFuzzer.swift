@@ -97,7 +97,7 @@ final class Harness: @unchecked Sendable {  // used from libFuzzer's one thread 
         let path = folder + "/fuzz-\(generation).sqlite"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: folder + "/fuzz-\(generation - 1).sqlite" + suffix) }
         do {
-            store = try Store(configuration: Store.Configuration(databasePath: path), catalog: SeedModels.catalog(), logger: logger)
+            store = try Store(configuration: Store.Configuration(database: path), catalog: SeedModels.catalog(), logger: logger)
         } catch {
             fatalError("cannot open the fuzz store at \(path): \(error)")
         }

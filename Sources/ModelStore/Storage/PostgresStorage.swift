@@ -1,0 +1,615 @@
+import Concurrency
+import JSON
+import ModelObservation
+import PostgresClient
+import SQLiteStore
+
+/// `ModelStorage` on PostgreSQL, shared by any number of instances.
+///
+/// Every ordered transaction locks the one row of `observable_clock` first
+/// (`SELECT … FOR UPDATE`): transactions that change something commit one
+/// at a time, in the order they took that lock, so the `seq`s and versions
+/// they take from it become visible in that same order. Each leaves what it
+/// did in `observable_journal` under its version and announces the version
+/// with `NOTIFY` (delivered at commit, in commit order).
+///
+/// Connections: the writer (used under the store's writer lock), a probe
+/// for the newest version, a listener for announcements, and one that holds
+/// claims (advisory locks). A lost connection is opened again on next use.
+final class PostgresStorage: SharedStorage, @unchecked Sendable {
+    static let channel = "observable_commits"
+    /// The advisory lock that migrations run under.
+    static let migrationLock: Int64 = 0x6f62_7365_7276_0001
+
+    let url: String
+    private var writerConnection: Connection?
+    private let probe = Locked<Connection?>(nil)
+    private let listener = Locked<Connection?>(nil)
+    private let claims = Locked<(connection: Connection?, held: Set<String>)>((nil, []))
+    private var statements: [TableSQL?] = []
+    /// The journal of the ordered transaction under way.
+    private var pending: [JournalEntry] = []
+    private var pendingSeqs: (first: Int64, last: Int64)?
+    private var inOrderedTransaction = false
+    private var orderedVersion: Int64 = 0
+    private var orderedSeq: Int64 = 0
+    private(set) var committedVersion: Int64 = 0
+    private(set) var rowsChanged: Int64 = 0
+
+    struct TableSQL {
+        let select: String
+        let insert: String
+        let update: String
+        let delete: String
+    }
+
+    init(url: String) throws {
+        self.url = url
+        writerConnection = try Self.connect(url)
+    }
+
+    private static func connect(_ url: String) throws -> Connection {
+        do {
+            return try Connection(url: url)
+        } catch {
+            throw Self.unreachable(error)
+        }
+    }
+
+    static func unreachable(_ error: any Error) -> ModelError {
+        ModelError(.busy, "The database cannot be reached; retry shortly. (\(error))")
+    }
+
+    /// The writer connection, opened again when it was lost.
+    private func writer() throws -> Connection {
+        if let connection = writerConnection, connection.isOpen { return connection }
+        writerConnection?.close()
+        writerConnection = nil
+        statements.removeAll()
+        let connection = try Self.connect(url)
+        writerConnection = connection
+        return connection
+    }
+
+    /// Runs `body` on the writer, turning a lost connection into `.busy`
+    /// (503 with `Retry-After`) and closing it so the next use reconnects.
+    @discardableResult
+    private func run<T>(_ body: (Connection) throws -> T) throws -> T {
+        let connection = try writer()
+        do {
+            return try body(connection)
+        } catch let error as PostgresError {
+            // A failed statement spoils the whole transaction: counted as a
+            // change, so that the writes grouped with it are tried alone.
+            if inOrderedTransaction { rowsChanged += 1 }
+            guard error.connectionLost || !connection.isOpen else { throw error }
+            connection.close()
+            writerConnection = nil
+            throw Self.unreachable(error)
+        }
+    }
+
+    private func query(_ sql: String, _ parameters: [String?] = []) throws -> Rows {
+        try run { try $0.query(sql, parameters) }
+    }
+
+    func reconnect() throws {
+        _ = try writer()
+    }
+
+    // MARK: - Migrations
+
+    func migrate(_ files: [(name: String, sql: String)]) throws -> [String] {
+        // `NNNN_name.postgres.sql` stands in for `NNNN_name.sql` here.
+        var byName: [String: String] = [:]
+        for (name, sql) in files where !name.hasSuffix(".postgres.sql") { byName[name] = sql }
+        for (name, sql) in files where name.hasSuffix(".postgres.sql") {
+            byName[String(name.dropLast(".postgres.sql".count)) + ".sql"] = sql
+        }
+        let migrations = try Migrator(files: byName.map { ($0.key, $0.value) }).migrations
+        return try run { connection in
+            try connection.query("SELECT pg_advisory_lock($1)", [String(Self.migrationLock)])
+            defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [String(Self.migrationLock)]) }
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                )
+                """)
+            let rows = try connection.query("SELECT version FROM schema_migrations")
+            let applied = Set((0..<rows.count).compactMap { rows.int64($0, 0) })
+            var names: [String] = []
+            for migration in migrations where !applied.contains(Int64(migration.version)) {
+                try connection.execute("BEGIN")
+                do {
+                    try connection.execute(migration.sql)
+                    try connection.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                                         [String(migration.version), migration.name])
+                    try connection.execute("COMMIT")
+                } catch {
+                    try? connection.execute("ROLLBACK")
+                    throw error
+                }
+                names.append(migration.name)
+            }
+            // What instances share beyond the models: the commit order and the journal.
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS observable_clock (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    seq BIGINT NOT NULL,
+                    version BIGINT NOT NULL
+                );
+                INSERT INTO observable_clock (id, seq, version)
+                    SELECT 1, COALESCE((SELECT MAX(seq) FROM changes), 0), 0
+                    ON CONFLICT (id) DO NOTHING;
+                CREATE TABLE IF NOT EXISTS observable_journal (
+                    version BIGINT NOT NULL,
+                    ordinal INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    tbl INTEGER NOT NULL,
+                    id TEXT NOT NULL,
+                    parent TEXT,
+                    first BIGINT NOT NULL,
+                    last BIGINT NOT NULL,
+                    body TEXT,
+                    PRIMARY KEY (version, ordinal)
+                );
+                """)
+            return names
+        }
+    }
+
+    // MARK: - SQL per table
+
+    private func sql(for table: TableLayout) -> TableSQL {
+        if table.number < statements.count, let cached = statements[table.number] { return cached }
+        let columns = table.columns.map(\.name)
+        func placeholders(_ count: Int, from first: Int = 1) -> String {
+            (first..<(first + count)).map { "$\($0)" }.joined(separator: ", ")
+        }
+        let assignments = columns.enumerated().map { "\($0.element) = $\($0.offset + 1)" }.joined(separator: ", ")
+        let made: TableSQL
+        switch table.shape {
+        case .singleton:
+            made = TableSQL(
+                select: "SELECT \(columns.joined(separator: ", ")) FROM \(table.name) WHERE id = 1",
+                insert: "",
+                update: "UPDATE \(table.name) SET \(assignments) WHERE id = 1",
+                delete: "")
+        case .collection(let parentColumn, let positioned):
+            let keys = ["id"] + (parentColumn.map { [$0] } ?? []) + (positioned ? ["position"] : [])
+            let order = table.orderBy ?? ((parentColumn.map { [$0] } ?? []) + ["position"]).joined(separator: ", ")
+            let all = keys + columns
+            made = TableSQL(
+                select: "SELECT \(all.joined(separator: ", ")) FROM \(table.name) ORDER BY \(order)",
+                insert: "INSERT INTO \(table.name) (\(all.joined(separator: ", "))) VALUES (\(placeholders(all.count)))",
+                update: "UPDATE \(table.name) SET \(assignments) WHERE id = $\(columns.count + 1)",
+                delete: "DELETE FROM \(table.name) WHERE id = $1")
+        }
+        while statements.count <= table.number { statements.append(nil) }
+        statements[table.number] = made
+        return made
+    }
+
+    // MARK: - Loading
+
+    func rows(of table: TableLayout) throws -> [StoredRow] {
+        let sql = sql(for: table)
+        switch table.shape {
+        case .singleton where table.columns.isEmpty:
+            return [StoredRow(id: "", parentId: nil, position: 0, values: [])]
+        case .singleton:
+            let rows = try query(sql.select)
+            guard rows.count > 0 else { return [] }
+            return [StoredRow(id: "", parentId: nil, position: 0,
+                              values: table.columns.enumerated().map { Self.value(rows.string(0, $0.offset), $0.element.kind) })]
+        case .collection(let parentColumn, let positioned):
+            let offset = 1 + (parentColumn == nil ? 0 : 1) + (positioned ? 1 : 0)
+            let rows = try query(sql.select)
+            return (0..<rows.count).map { index in
+                StoredRow(id: rows.string(index, 0) ?? "", parentId: parentColumn == nil ? nil : rows.string(index, 1),
+                          position: positioned ? rows.int64(index, offset - 1) ?? 0 : Int64(index),
+                          values: table.columns.enumerated().map { Self.value(rows.string(index, offset + $0.offset), $0.element.kind) })
+            }
+        }
+    }
+
+    func lastSeq() throws -> Int64 {
+        try query("SELECT seq FROM observable_clock WHERE id = 1").int64(0, 0) ?? 0
+    }
+
+    /// The version the state loaded by `rows` reflects: read with `lastSeq`
+    /// in one transaction by the store.
+    func lastVersion() throws -> Int64 {
+        try query("SELECT version FROM observable_clock WHERE id = 1").int64(0, 0) ?? 0
+    }
+
+    func changes(after seq: Int64) throws -> [Change] {
+        try changes(after: seq, through: .max)
+    }
+
+    func changes(after seq: Int64, through last: Int64) throws -> [Change] {
+        func keys(_ text: String?) -> [PropertyKey] {
+            (text ?? "").split(separator: "\n").map { PropertyKey(String($0)) }
+        }
+        let rows = try query(
+            "SELECT seq, txn, path, op, old, new, keys, implied_reads FROM changes WHERE seq > $1 AND seq <= $2 ORDER BY seq",
+            [String(seq), String(last)])
+        return (0..<rows.count).map { row in
+            Change(seq: rows.int64(row, 0) ?? 0, transaction: rows.int64(row, 1) ?? 0, path: rows.string(row, 2) ?? "",
+                   operation: Change.Operation(rawValue: rows.string(row, 3) ?? "") ?? .set,
+                   old: rows.string(row, 4), new: rows.string(row, 5), keys: keys(rows.string(row, 6)),
+                   impliedReads: keys(rows.string(row, 7)))
+        }
+    }
+
+    func observers() throws -> [ObserverSnapshot] {
+        var observers: [String: ObserverSnapshot] = [:]
+        let rows = try query("SELECT id, cursor, ttl_seconds, last_used FROM observers")
+        for row in 0..<rows.count {
+            let id = rows.string(row, 0) ?? ""
+            observers[id] = ObserverSnapshot(id: id, cursor: rows.int64(row, 1) ?? 0, ttlSeconds: Int(rows.int64(row, 2) ?? 600),
+                                             lastUsed: rows.double(row, 3) ?? 0)
+        }
+        let reads = try query("SELECT observer_id, path, read_seq FROM observer_reads")
+        for row in 0..<reads.count {
+            guard let id = reads.string(row, 0), let path = reads.string(row, 1) else { continue }
+            observers[id]?.reads[PropertyKey(path)] = reads.int64(row, 2) ?? 0
+        }
+        return Array(observers.values)
+    }
+
+    // MARK: - Transactions
+
+    func begin() throws {
+        _ = try beginOrdered()
+    }
+
+    func beginOrdered() throws -> Int64 {
+        try run { connection in
+            try connection.execute("BEGIN")
+            do {
+                let rows = try connection.query("SELECT seq, version FROM observable_clock WHERE id = 1 FOR UPDATE")
+                orderedSeq = rows.int64(0, 0) ?? 0
+                orderedVersion = rows.int64(0, 1) ?? 0
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+        inOrderedTransaction = true
+        pending.removeAll(keepingCapacity: true)
+        pendingSeqs = nil
+        return orderedVersion
+    }
+
+    func commit() throws {
+        defer {
+            inOrderedTransaction = false
+            pending.removeAll(keepingCapacity: true)
+            pendingSeqs = nil
+        }
+        try run { connection in
+            if let seqs = pendingSeqs {
+                var entry = JournalEntry(version: 0, kind: .changes)
+                entry.first = seqs.first
+                entry.last = seqs.last
+                pending.append(entry)
+            }
+            guard !pending.isEmpty else {
+                try connection.execute("COMMIT")
+                return
+            }
+            let version = orderedVersion + 1
+            for (ordinal, entry) in pending.enumerated() {
+                try connection.query(
+                    "INSERT INTO observable_journal (version, ordinal, kind, tbl, id, parent, first, last, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    [String(version), String(ordinal), entry.kind.rawValue, String(entry.table), entry.id, entry.parent,
+                     String(entry.first), String(entry.last), entry.body])
+            }
+            try connection.query("UPDATE observable_clock SET seq = $1, version = $2 WHERE id = 1",
+                                 [String(pendingSeqs?.last ?? orderedSeq), String(version)])
+            try connection.query("SELECT pg_notify($1, $2)", [Self.channel, String(version)])
+            try connection.execute("COMMIT")
+            committedVersion = version
+        }
+    }
+
+    func rollback() {
+        inOrderedTransaction = false
+        pending.removeAll(keepingCapacity: true)
+        pendingSeqs = nil
+        if let connection = writerConnection, connection.isOpen { try? connection.execute("ROLLBACK") }
+    }
+
+    private func journal(_ entry: JournalEntry) {
+        if inOrderedTransaction { pending.append(entry) }
+    }
+
+    // MARK: - Rows
+
+    func insert(into table: TableLayout, _ row: StoredRow) throws {
+        var values: [String?] = [row.id]
+        if case .collection(let parentColumn, let positioned) = table.shape {
+            if parentColumn != nil { values.append(row.parentId) }
+            if positioned { values.append(String(row.position)) }
+        }
+        for value in row.values { values.append(Self.text(value)) }
+        rowsChanged += try query(sql(for: table).insert, values).affected
+        var entry = JournalEntry(version: 0, kind: .insert)
+        entry.table = table.number
+        entry.id = row.id
+        entry.parent = row.parentId
+        entry.first = row.position
+        entry.body = JSONWriter.string(.array(row.values))
+        journal(entry)
+    }
+
+    func update(_ table: TableLayout, id: String, parentId: String?, values: [JSONValue]) throws {
+        var bound = values.map(Self.text)
+        if case .collection = table.shape { bound.append(id) }
+        rowsChanged += try query(sql(for: table).update, bound).affected
+        var entry = JournalEntry(version: 0, kind: .update)
+        entry.table = table.number
+        entry.id = id
+        entry.parent = parentId
+        entry.body = JSONWriter.string(.array(values))
+        journal(entry)
+    }
+
+    func delete(from table: TableLayout, id: String) throws {
+        rowsChanged += try query(sql(for: table).delete, [id]).affected
+        var entry = JournalEntry(version: 0, kind: .delete)
+        entry.table = table.number
+        entry.id = id
+        journal(entry)
+    }
+
+    func append(_ change: Change) throws {
+        try query(
+            "INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            [String(change.seq), String(change.transaction), change.path, change.operation.rawValue, change.old, change.new,
+             change.keys.map(\.path).joined(separator: "\n"), change.impliedReads.map(\.path).joined(separator: "\n")])
+        pendingSeqs = (pendingSeqs?.first ?? change.seq, change.seq)
+    }
+
+    func addReads(_ reads: [(observer: String, key: PropertyKey, seq: Int64)]) throws {
+        guard !reads.isEmpty else { return }
+        // One statement for all: an observer deleted meanwhile is skipped by the join.
+        try query(
+            """
+            INSERT INTO observer_reads (observer_id, path, read_seq)
+            SELECT r.observer_id, r.path, r.read_seq
+            FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r (observer_id, path, read_seq)
+            JOIN observers o ON o.id = r.observer_id
+            ON CONFLICT (observer_id, path) DO NOTHING
+            """,
+            [Self.array(reads.map(\.observer)), Self.array(reads.map(\.key.path)), Self.array(reads.map { String($0.seq) })])
+    }
+
+    func journalTrack(observer: String, keys: [PropertyKey], seq: Int64) {
+        var entry = JournalEntry(version: 0, kind: .track)
+        entry.id = observer
+        entry.first = seq
+        entry.body = keys.map(\.path).joined(separator: "\n")
+        journal(entry)
+    }
+
+    // MARK: - Observers
+
+    func insertObserver(_ observer: ObserverSnapshot) throws {
+        try query("INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES ($1, $2, $3, $4)",
+                  [observer.id, String(observer.cursor), String(observer.ttlSeconds), String(observer.lastUsed)])
+        var entry = JournalEntry(version: 0, kind: .observer)
+        entry.id = observer.id
+        entry.first = observer.cursor
+        entry.last = Int64(observer.ttlSeconds)
+        entry.body = String(observer.lastUsed)
+        journal(entry)
+    }
+
+    func deleteObserver(_ id: String) throws {
+        try query("DELETE FROM observers WHERE id = $1", [id])
+        var entry = JournalEntry(version: 0, kind: .unobserve)
+        entry.id = id
+        journal(entry)
+    }
+
+    func clearReads(of id: String) throws {
+        try query("DELETE FROM observer_reads WHERE observer_id = $1", [id])
+        var entry = JournalEntry(version: 0, kind: .clear)
+        entry.id = id
+        journal(entry)
+    }
+
+    func housekeep(pruneThrough seq: Int64, expired: [String], used: [ObserverSnapshot]) throws {
+        try run { connection in
+            try connection.execute("BEGIN")
+            do {
+                try connection.query("DELETE FROM changes WHERE seq <= $1", [String(seq)])
+                if !used.isEmpty {
+                    // Several instances save uses: the latest one stays.
+                    try connection.query(
+                        """
+                        UPDATE observers AS o SET cursor = u.cursor, last_used = GREATEST(o.last_used, u.last_used)
+                        FROM unnest($1::text[], $2::bigint[], $3::float8[]) AS u (id, cursor, last_used)
+                        WHERE o.id = u.id
+                        """,
+                        [Self.array(used.map(\.id)), Self.array(used.map { String($0.cursor) }),
+                         Self.array(used.map { String($0.lastUsed) })])
+                }
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// How long the journal is kept, seconds: an instance cut off for
+    /// longer loads everything again.
+    static let journalRetention = 600.0
+    /// The newest version seen at times past, to prune the journal by age.
+    private var versionsSeen: [(time: Double, version: Int64)] = []
+
+    func pruneJournal(now: Double) throws {
+        versionsSeen.append((now, try lastVersion()))
+        guard let index = versionsSeen.lastIndex(where: { $0.time < now - Self.journalRetention }) else { return }
+        let version = versionsSeen[index].version
+        versionsSeen.removeFirst(index + 1)
+        try query("DELETE FROM observable_journal WHERE version <= $1", [String(version)])
+    }
+
+    func expiredObservers(now: Double, grace: Double) throws -> [String] {
+        let rows = try query("SELECT id FROM observers WHERE last_used + ttl_seconds + $1 < $2", [String(grace), String(now)])
+        return (0..<rows.count).compactMap { rows.string($0, 0) }
+    }
+
+    // MARK: - The journal
+
+    func journal(after version: Int64) throws -> [JournalEntry]? {
+        let rows = try query(
+            "SELECT version, kind, tbl, id, parent, first, last, body FROM observable_journal WHERE version > $1 ORDER BY version, ordinal",
+            [String(version)])
+        var entries: [JournalEntry] = []
+        entries.reserveCapacity(rows.count)
+        for row in 0..<rows.count {
+            guard let kind = JournalEntry.Kind(rawValue: rows.string(row, 1) ?? "") else { continue }
+            var entry = JournalEntry(version: rows.int64(row, 0) ?? 0, kind: kind)
+            entry.table = Int(rows.int64(row, 2) ?? -1)
+            entry.id = rows.string(row, 3) ?? ""
+            entry.parent = rows.string(row, 4)
+            entry.first = rows.int64(row, 5) ?? 0
+            entry.last = rows.int64(row, 6) ?? 0
+            entry.body = rows.string(row, 7)
+            entries.append(entry)
+        }
+        // Versions are consecutive: a gap after `version` was pruned.
+        if let first = entries.first, first.version != version + 1 { return nil }
+        if entries.isEmpty, try lastVersion() > version { return nil }
+        return entries
+    }
+
+    func newestVersion() throws -> Int64 {
+        try probe.withLock { connection in
+            do {
+                if connection == nil || connection?.isOpen == false { connection = try Connection(url: url) }
+                return try connection!.query("SELECT version FROM observable_clock WHERE id = 1").int64(0, 0) ?? 0
+            } catch {
+                connection?.close()
+                connection = nil
+                throw Self.unreachable(error)
+            }
+        }
+    }
+
+    func awaitAnnouncement(timeout: Double) throws -> Int64? {
+        try listener.withLock { connection in
+            do {
+                if connection == nil || connection?.isOpen == false {
+                    let opened = try Connection(url: url)
+                    try opened.execute("LISTEN \(Self.channel)")
+                    connection = opened
+                }
+                let found = try connection!.notifications(waiting: timeout)
+                return found.compactMap { Int64($0.payload) }.max()
+            } catch {
+                connection?.close()
+                connection = nil
+                throw Self.unreachable(error)
+            }
+        }
+    }
+
+    /// Whether the listener is connected (announcements may have been missed while it was not).
+    var isListening: Bool { listener.withLock { $0?.isOpen ?? false } }
+
+    func claim(_ work: String) throws -> Bool {
+        try claims.withLock { claims in
+            do {
+                if claims.connection == nil || claims.connection?.isOpen == false {
+                    claims.connection?.close()
+                    claims.connection = try Connection(url: url)
+                    claims.held = []
+                }
+                if claims.held.contains(work) {
+                    // Still ours while the connection lives: check it does.
+                    try claims.connection!.query("SELECT 1")
+                    return true
+                }
+                let key = Int64(truncatingIfNeeded: Self.hash(work))
+                let rows = try claims.connection!.query("SELECT pg_try_advisory_lock($1)", [String(key)])
+                guard rows.string(0, 0) == "t" else { return false }
+                claims.held.insert(work)
+                return true
+            } catch {
+                claims.connection?.close()
+                claims.connection = nil
+                claims.held = []
+                return false
+            }
+        }
+    }
+
+    /// A stable hash (FNV-1a) of a claim's name: the same on every instance.
+    private static func hash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+
+    func integrityCheck() throws -> String {
+        _ = try query("SELECT 1")
+        return "ok"
+    }
+
+    func close() {
+        writerConnection?.close()
+        writerConnection = nil
+        probe.withLock { $0?.close(); $0 = nil }
+        listener.withLock { $0?.close(); $0 = nil }
+        claims.withLock { $0.connection?.close(); $0.connection = nil }
+    }
+
+    // MARK: - Values
+
+    static func text(_ value: JSONValue) -> String? {
+        switch value {
+        case .null: return nil
+        case .bool(let bool): return bool ? "1" : "0"
+        case .int(let int): return String(int)
+        case .double(let double): return String(double)
+        case .string(let string): return string
+        case .array, .object: return JSONWriter.string(value)
+        }
+    }
+
+    static func value(_ text: String?, _ kind: Field.Kind) -> JSONValue {
+        guard let text else { return .null }
+        switch kind {
+        case .boolean: return .bool(text == "1" || text == "t" || text == "true")
+        case .integer: return Int64(text).map(JSONValue.int) ?? .null
+        case .number: return Double(text).map(JSONValue.double) ?? .null
+        case .text: return .string(text)
+        }
+    }
+
+    /// A PostgreSQL array literal of `values`, each quoted.
+    static func array(_ values: [String]) -> String {
+        var text = "{"
+        for (index, value) in values.enumerated() {
+            if index > 0 { text += "," }
+            text += "\""
+            for character in value {
+                if character == "\"" || character == "\\" { text.append("\\") }
+                text.append(character)
+            }
+            text += "\""
+        }
+        return text + "}"
+    }
+}

@@ -1,0 +1,71 @@
+import JSON
+import ModelObservation
+
+/// A storage that several instances share (PostgreSQL): every transaction
+/// that changes something takes one commit order, and leaves an entry in a
+/// journal from which the other instances apply it.
+///
+/// An ordered transaction is `beginOrdered`, then the writes (each
+/// `insert`, `update`, `delete`, `append` and observer call journals
+/// itself; `journalTrack` journals a read), then `commit`, which numbers the
+/// transaction with the next version, announces it, and commits.
+public protocol SharedStorage: ModelStorage, Sendable {
+    /// Begins a transaction that holds the commit order until it ends, and
+    /// returns the newest version committed.
+    func beginOrdered() throws -> Int64
+    /// The version the last `commit` of this connection took (unchanged by
+    /// a transaction that journaled nothing).
+    var committedVersion: Int64 { get }
+    /// The journal after `version`, in order; nil when part of it is no
+    /// longer kept (the caller loads everything again).
+    func journal(after version: Int64) throws -> [JournalEntry]?
+    /// The newest version committed, on the writer connection (with `lastSeq`).
+    func lastVersion() throws -> Int64
+    /// The change log after `seq` through `last`, oldest first.
+    func changes(after seq: Int64, through last: Int64) throws -> [Change]
+    /// Drops the journal older than the time it is kept for (instances cut
+    /// off for longer load everything again).
+    func pruneJournal(now: Double) throws
+    /// Journals that `observer` read `keys` in a response reflecting `seq`.
+    func journalTrack(observer: String, keys: [PropertyKey], seq: Int64)
+    /// The newest version committed, asked on a connection of its own.
+    func newestVersion() throws -> Int64
+    /// Waits up to `timeout` seconds for another commit to be announced;
+    /// returns the newest version announced, if any.
+    func awaitAnnouncement(timeout: Double) throws -> Int64?
+    /// Opens the connections again after they were lost.
+    func reconnect() throws
+    /// Observers past their TTL (with `grace` seconds more), by the uses
+    /// every instance has saved.
+    func expiredObservers(now: Double, grace: Double) throws -> [String]
+    /// Tries to become (or stay) the one instance that runs `work`; the
+    /// claim lasts as long as this instance's connection.
+    func claim(_ work: String) throws -> Bool
+}
+
+/// One entry of the shared journal: what one ordered transaction did.
+public struct JournalEntry: Sendable {
+    public enum Kind: String, Sendable {
+        case insert = "i", update = "u", delete = "d", changes = "c"
+        case observer = "o", unobserve = "x", clear = "r", track = "t"
+    }
+
+    public var version: Int64
+    public var kind: Kind
+    /// The table's number (rows).
+    public var table: Int = -1
+    /// A row's or an observer's id.
+    public var id: String = ""
+    public var parent: String?
+    /// A row's position, the first seq of changes, an observer's cursor, a read's seq.
+    public var first: Int64 = 0
+    /// The last seq of changes, an observer's TTL.
+    public var last: Int64 = 0
+    /// A row's values (a JSON array), a read's keys (one per line), an observer's last use.
+    public var body: String?
+
+    public init(version: Int64, kind: Kind) {
+        self.version = version
+        self.kind = kind
+    }
+}

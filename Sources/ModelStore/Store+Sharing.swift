@@ -1,0 +1,266 @@
+import Concurrency
+import JSON
+import ModelObservation
+
+/// Several instances on one shared database: each keeps the whole state
+/// and registry in memory, and follows what the others commit through the
+/// journal, in commit order.
+extension Store {
+    /// What `Configuration.database` names.
+    public enum Engine: Equatable, Sendable {
+        case sqlite(path: String)
+        case postgres(url: String)
+
+        /// A `postgres://` or `postgresql://` URL, or a file path; any other
+        /// URL scheme is refused rather than taken for a file name.
+        public init(_ database: String) throws {
+            let parts = database.split(separator: "://", maxSplits: 1)
+            guard parts.count == 2, !parts[0].contains("/") else {
+                self = .sqlite(path: database)
+                return
+            }
+            let scheme = parts[0].lowercased()
+            guard scheme == "postgres" || scheme == "postgresql" else {
+                throw ModelError(.badRequest, "unsupported database URL scheme \(scheme)://; use a file path or postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
+            }
+            self = .postgres(url: database)
+        }
+    }
+
+    /// Whether other instances may share this store's database.
+    public var isShared: Bool { shared != nil }
+
+    /// Makes the state reflect every commit made, through any instance,
+    /// before this call: asks the database for its newest version (one
+    /// question for all the callers waiting at that moment) and catches up
+    /// when behind. Nothing to do on a database of one's own. Throws `.busy`
+    /// when the database cannot be reached.
+    public func synchronize() throws {
+        guard let shared else { return }
+        try freshness.pass {
+            let newest = try shared.newestVersion()
+            if newest > appliedVersion.withLock({ $0 }) { try follow(to: newest) }
+        }
+    }
+
+    /// Applies what other instances committed through `newest` (all of it
+    /// when nil), then wakes the observers it reaches.
+    func follow(to newest: Int64?) throws {
+        guard let shared else { return }
+        var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+        try writer.withLock { _ in try catchUp(shared, to: newest, woken: &woken) }
+        if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
+    }
+
+    /// Runs `body` on the storage under the writer lock; on a shared one,
+    /// in an ordered transaction, after catching up with the others.
+    func exclusive<T>(_ body: (any ModelStorage) throws -> T) throws -> T {
+        var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+        let result = try writer.withLock { storage -> T in
+            guard let shared = storage as? any SharedStorage else { return try body(storage) }
+            let newest = try shared.beginOrdered()
+            do {
+                try catchUp(shared, to: newest, woken: &woken)
+                let result = try body(storage)
+                try shared.commit()
+                let version = shared.committedVersion
+                appliedVersion.withLock { $0 = max($0, version) }
+                return result
+            } catch {
+                shared.rollback()
+                throw error
+            }
+        }
+        if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
+        return result
+    }
+
+    /// Applies the journal after the applied version, through `newest`
+    /// (everything when nil): rows to the state, changes and observers to
+    /// the registry, in commit order. Call holding the writer lock.
+    func catchUp(_ shared: any SharedStorage, to newest: Int64?, woken: inout [(observer: String, waiter: any ChangeWaiter)]) throws {
+        let applied = appliedVersion.withLock { $0 }
+        if let newest, newest <= applied { return }
+        guard let entries = try shared.journal(after: applied) else {
+            try reload(shared, woken: &woken)
+            return
+        }
+        guard let last = entries.last else { return }
+        var state = snapshot.state
+        let seqs = entries.filter { $0.kind == .changes }
+        let changes = seqs.isEmpty ? [] : try shared.changes(after: state.seq, through: seqs.last!.last)
+        var nextChange = 0
+        let now = ServerClock.wallSeconds
+        registry.withLock { registry in
+            for entry in entries {
+                switch entry.kind {
+                case .insert, .update, .delete:
+                    state.apply(entry, catalog)
+                case .changes:
+                    var published: [Change] = []
+                    while nextChange < changes.count, changes[nextChange].seq <= entry.last {
+                        if changes[nextChange].seq >= entry.first { published.append(changes[nextChange]) }
+                        nextChange += 1
+                    }
+                    woken += registry.publish(published)
+                    state.seq = max(state.seq, entry.last)
+                case .observer:
+                    registry.add(ObserverSnapshot(id: entry.id, cursor: entry.first, ttlSeconds: Int(entry.last),
+                                                  lastUsed: Double(entry.body ?? "") ?? now))
+                case .unobserve:
+                    let (_, waiter) = registry.remove(entry.id)
+                    if let waiter { woken.append((entry.id, waiter)) }
+                case .clear:
+                    _ = registry.clearReads(entry.id, now: now)
+                case .track:
+                    let keys = (entry.body ?? "").split(separator: "\n").map { PropertyKey(String($0)) }
+                    if case .reads(let added, let replayed) = registry.planTrack(entry.id, keys: keys, at: entry.first, now: now),
+                       case .tracked(_, let waiter?) = registry.applyTrack(entry.id, added, replayed: replayed)
+                    {
+                        woken.append((entry.id, waiter))
+                    }
+                }
+            }
+        }
+        let next = Snapshot(state)
+        current.withLock { $0 = next }
+        appliedVersion.withLock { $0 = max($0, last.version) }
+    }
+
+    /// Loads the state, the observers and the log again, when the journal no
+    /// longer holds what this instance missed (it was cut off for long):
+    /// every parked poll is asked again.
+    private func reload(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)]) throws {
+        logger.warning("the shared journal no longer holds what this instance missed: loading everything again")
+        let state = try Self.loadState(shared, catalog)
+        let version = try shared.lastVersion()
+        let observers = try shared.observers()
+        let changes = try shared.changes(after: state.seq - Int64(registry.withLock { $0.retain }))
+        woken += registry.withLock { $0.reload(observers: observers, changes: changes, lastSeq: state.seq) }
+        let next = Snapshot(state)
+        current.withLock { $0 = next }
+        appliedVersion.withLock { $0 = version }
+    }
+
+    // MARK: - Following the others
+
+    /// Starts the thread that listens for the others' commits and applies
+    /// them; while the database cannot be reached it tries again with
+    /// backoff, and catches up once it can.
+    func startFollowing() {
+        let thread = ServiceThread.start(name: "observable.follow") { [weak self] thread in
+            var backoff = 0.05
+            var caughtUp = false
+            while !thread.isStopping {
+                guard let self, let shared = self.shared else { return }
+                do {
+                    let announced = try shared.awaitAnnouncement(timeout: 0.25)
+                    // After (re)connecting the listener, announcements made
+                    // before it listened are caught up from the journal.
+                    if announced != nil || !caughtUp {
+                        try self.follow(to: caughtUp ? announced : nil)
+                        caughtUp = true
+                    }
+                    backoff = 0.05
+                } catch {
+                    if caughtUp { self.logger.warning("lost the shared database: \(error)") }
+                    caughtUp = false
+                    if thread.sleep(seconds: backoff) { return }
+                    backoff = min(backoff * 2, 2)
+                }
+            }
+        }
+        follower.withLock { $0 = thread }
+    }
+
+    /// Whether the shared database answers now (always true for SQLite).
+    public var isDatabaseReachable: Bool {
+        guard let shared else { return true }
+        return (try? shared.newestVersion()) != nil
+    }
+
+    /// Whether this instance is, now, the one that runs `work` among those
+    /// sharing the database (always true for a database of one's own).
+    public func claim(_ work: String) -> Bool {
+        guard let shared else { return true }
+        return (try? shared.claim(work)) ?? false
+    }
+
+    // MARK: - Housekeeping
+
+    /// Seconds past its TTL before an observer used through another
+    /// instance is dropped: uses are saved by each instance every second.
+    static let sharedExpiryGrace = 5.0
+
+    func maintainShared(_ shared: any SharedStorage, now: Double) {
+        let (prunedThrough, dirty) = registry.withLock { registry in
+            (registry.oldestAvailableSeq, registry.takeDirty(now: now, touchingParked: true))
+        }
+        do {
+            try writer.withLock { storage in
+                try storage.housekeep(pruneThrough: prunedThrough, expired: [], used: dirty)
+            }
+            // Expiry is decided on the uses every instance saved.
+            let expired = try writer.withLock { _ in try shared.expiredObservers(now: now, grace: Self.sharedExpiryGrace) }
+            if !expired.isEmpty {
+                try exclusive { storage in
+                    for id in expired {
+                        guard let waiter = registry.withLock({ $0.remove(id) }).waiter else { try storage.deleteObserver(id); continue }
+                        try storage.deleteObserver(id)
+                        if let wake = wakeHandler { wake([(id, waiter)]) }
+                    }
+                }
+                logger.debug("observers expired: \(expired.count)")
+            }
+            if claim("journal") {
+                try writer.withLock { _ in try shared.pruneJournal(now: now) }
+            }
+        } catch {
+            logger.error("housekeeping failed: \(error)")
+        }
+    }
+}
+
+extension ModelState {
+    /// Applies one row of another instance's transaction.
+    mutating func apply(_ entry: JournalEntry, _ catalog: Catalog) {
+        guard let table = catalog.table(number: entry.table) else { return }
+        let resource = table.resource
+        var values: [JSONValue] = []
+        if let body = entry.body, case .array(let parsed)? = try? JSONParser.parse(body) {
+            values = zip(parsed, resource.fields).map { Self.typed($0, $1.kind) }
+        }
+        switch (entry.kind, table.parent) {
+        case (.insert, nil):
+            self[resource][entry.id] = Record(resource: resource, id: entry.id, path: resource.path + "/" + entry.id,
+                                              position: entry.first, values: values)
+        case (.insert, let parent?):
+            guard let parentId = entry.parent, let path = self[parent][parentId]?.path else { return }
+            self[parent][parentId]!.children[table.index][entry.id] =
+                Record(resource: resource, id: entry.id, path: path + "/" + resource.path + "/" + entry.id, position: entry.first, values: values)
+        case (.update, nil) where resource.kind == .singleton:
+            self[singleton: resource].values = values
+        case (.update, nil):
+            if self[resource][entry.id] != nil { self[resource][entry.id]!.values = values }
+        case (.update, let parent?):
+            guard let parentId = entry.parent, self[parent][parentId]?.children[table.index][entry.id] != nil else { return }
+            self[parent][parentId]!.children[table.index][entry.id]!.values = values
+        case (.delete, nil):
+            self[resource][entry.id] = nil
+        case (.delete, let parent?):
+            for parentId in self[parent].keys where self[parent][parentId]?.children[table.index][entry.id] != nil {
+                self[parent][parentId]!.children[table.index][entry.id] = nil
+            }
+        default:
+            break
+        }
+    }
+
+    /// A value read back from JSON as the field's kind has it in memory.
+    private static func typed(_ value: JSONValue, _ kind: Field.Kind) -> JSONValue {
+        switch (value, kind) {
+        case (.int(let int), .number): return .double(Double(int))
+        default: return value
+        }
+    }
+}
