@@ -97,7 +97,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "API", "HTTPServer", "Models", "ModelStore", "SQLiteStore", "TestSupport",
+                "API", "HTTPServer", "Models", "ModelStore", "SQLiteStore", "PostgresClient", "Concurrency", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,3 +1,4 @@
+import Concurrency
 import JSON
 import ModelStore
 
@@ -19,17 +20,46 @@ public enum Jobs {
     }
 
     /// Advances the jobs the server drives, from one thread.
+    ///
+    /// On a database several instances share, one instance at a time runs
+    /// the jobs: the one holding the `jobs` claim. The others look every
+    /// second whether the claim is free (its holder gone) and, once theirs,
+    /// take up every running job from the shared state.
     final class Runner: BackgroundWork {
         let scheduler = JobScheduler()
+        private let claiming = Locked<ServiceThread?>(nil)
 
         func start(_ store: Store) {
-            scheduler.start { [weak store] ids in store.map { Self.advance(ids, in: $0) } ?? [] }
+            scheduler.start { [weak store] ids in
+                // Not ours (any more): dropped here, taken up by the holder.
+                guard let store, store.claim("jobs") else { return [] }
+                return Self.advance(ids, in: store)
+            }
+            if store.claim("jobs") { scheduleRunning(store) }
+            guard store.isShared else { return }
+            let thread = ServiceThread.start(name: "observable.jobs.claim") { [weak store, scheduler] thread in
+                while !thread.sleep(seconds: 1) {
+                    guard let store else { return }
+                    if store.claim("jobs") { Self.scheduleRunning(store, on: scheduler) }
+                }
+            }
+            claiming.withLock { $0 = thread }
+        }
+
+        /// Schedules every job the server drives that has not finished (a job
+        /// scheduled already is left as it is).
+        private func scheduleRunning(_ store: Store) {
+            Self.scheduleRunning(store, on: scheduler)
+        }
+
+        private static func scheduleRunning(_ store: Store, on scheduler: JobScheduler) {
             for job in store.state[jobs].values where job.int("current") < job.int("total") {
                 if let intervalMs = job["intervalMs"].intValue { scheduler.schedule(job.id, intervalMs: intervalMs) }
             }
         }
 
         func stop() {
+            claiming.withLock { $0 }?.stop()
             scheduler.stop()
         }
 

@@ -3,6 +3,9 @@ import JSON
 import ModelObservation
 import PostgresClient
 import SQLiteStore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `ModelStorage` on PostgreSQL, shared by any number of instances.
 ///
@@ -25,7 +28,8 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     private var writerConnection: Connection?
     private let probe = Locked<Connection?>(nil)
     private let listener = Locked<Connection?>(nil)
-    private let claims = Locked<(connection: Connection?, held: Set<String>)>((nil, []))
+    /// Per claimed work, the connection that holds (or asks for) its advisory lock.
+    private let claims = Locked<[String: (connection: Connection, isHeld: Bool)]>([:])
     private var statements: [TableSQL?] = []
     /// The journal of the ordered transaction under way.
     private var pending: [JournalEntry] = []
@@ -528,25 +532,24 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     func claim(_ work: String) throws -> Bool {
         try claims.withLock { claims in
             do {
-                if claims.connection == nil || claims.connection?.isOpen == false {
-                    claims.connection?.close()
-                    claims.connection = try Connection(url: url)
-                    claims.held = []
+                if let held = claims[work], held.connection.isOpen {
+                    if held.isHeld {
+                        // Ours while the connection lives: check that it does.
+                        try held.connection.query("SELECT 1")
+                        return true
+                    }
+                } else {
+                    claims[work]?.connection.close()
+                    // Named for the work and the process, for whoever looks at pg_stat_activity.
+                    claims[work] = (try Connection(url: url, applicationName: "observable-server \(work) \(getpid())"), false)
                 }
-                if claims.held.contains(work) {
-                    // Still ours while the connection lives: check it does.
-                    try claims.connection!.query("SELECT 1")
-                    return true
-                }
-                let key = Int64(truncatingIfNeeded: Self.hash(work))
-                let rows = try claims.connection!.query("SELECT pg_try_advisory_lock($1)", [String(key)])
-                guard rows.string(0, 0) == "t" else { return false }
-                claims.held.insert(work)
-                return true
+                let key = Int64(bitPattern: Self.hash(work))
+                let rows = try claims[work]!.connection.query("SELECT pg_try_advisory_lock($1)", [String(key)])
+                claims[work]!.isHeld = rows.string(0, 0) == "t"
+                return claims[work]!.isHeld
             } catch {
-                claims.connection?.close()
-                claims.connection = nil
-                claims.held = []
+                claims[work]?.connection.close()
+                claims[work] = nil
                 return false
             }
         }
@@ -572,7 +575,10 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         writerConnection = nil
         probe.withLock { $0?.close(); $0 = nil }
         listener.withLock { $0?.close(); $0 = nil }
-        claims.withLock { $0.connection?.close(); $0.connection = nil }
+        claims.withLock { claims in
+            for (_, held) in claims { held.connection.close() }
+            claims = [:]
+        }
     }
 
     // MARK: - Values
