@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import SQLiteStore
 import Testing
 import TestSupport
 
@@ -93,7 +92,6 @@ import TestSupport
         #expect(Set(ids).isSubset(of: Set(orders)))
         #expect(try restarted.client.get("/truck/orderCount").json["orderCount"] == .int(Int64(orders.count)))
         #expect(restarted.stop() == 0)
-        let database = try SQLiteStore.Database(path: folder + "/observable.sqlite")
-        #expect(try database.integrityCheck() == "ok")
+        #expect(try TestEngine.integrityCheck(folder: folder) == "ok")
     }
 }

@@ -18,11 +18,12 @@ final class ServerProcess {
 
     /// Starts the server on a free loopback port with its database in `folder`
     /// and waits until it listens, or only until its log shows `marker`.
-    init(folder: String, arguments: [String] = [], waitingFor marker: String? = nil) throws {
+    /// `database` is the folder's own (`TestEngine.database(for:)`) unless given.
+    init(folder: String, database: String? = nil, arguments: [String] = [], waitingFor marker: String? = nil) throws {
         logPath = folder + "/server-\(UUID().uuidString).log"
         FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = Self.executable
-        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", folder + "/observable.sqlite"]
+        process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0", "--database", try database ?? TestEngine.database(for: folder)]
             + arguments
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardError = log

@@ -27,7 +27,7 @@ final class TestServer {
     init(folder: String = temporaryFolder(), configure: (inout Application.Configuration) -> Void = { _ in }) throws {
         self.folder = folder
         var configuration = Application.Configuration(
-            store: Store.Configuration(database: folder + "/observable.sqlite"))
+            store: Store.Configuration(database: try TestEngine.database(for: folder)))
         configuration.http.host = "127.0.0.1"
         configuration.http.port = 0
         configuration.http.threads = 2

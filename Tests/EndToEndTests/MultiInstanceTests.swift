@@ -1,0 +1,198 @@
+import Foundation
+import Testing
+import Concurrency
+import TestSupport
+
+/// Three instances of the built server on one real PostgreSQL database, as
+/// one service (SPEC §5): a client's requests go to any of them.
+@Suite(.serialized) struct MultiInstanceTests {
+    /// Three servers on a fresh database of the shared test PostgreSQL.
+    static func cluster(_ count: Int = 3, database: String? = nil, arguments: [String] = []) throws -> [ServerProcess] {
+        let url = try database ?? TestPostgres.freshDatabaseURL()
+        let folder = temporaryFolder()
+        return try (0..<count).map { _ in try ServerProcess(folder: folder, database: url, arguments: arguments) }
+    }
+
+    static let order: JSONValue = ["donutId": .string(Seed.glazed), "quantity": 1]
+
+    @Test func aWriteThroughOneInstanceWakesAPollParkedOnAnother() throws {
+        let servers = try Self.cluster()
+        let (a, b, c) = (servers[0].client, servers[1].client, servers[2].client)
+        let observer = try a.observer()
+        let read = try b.get("/truck/orderCount", observer: observer)
+        let cursor = try #require(read.cursor)
+        let answer = Locked<(TestResponse?, Double)>((nil, 0))
+        let poller = Thread {
+            let started = Date()
+            let response = try? c.changes(observer, since: cursor, timeout: 20)
+            answer.withLock { $0 = (response, Date().timeIntervalSince(started)) }
+        }
+        poller.start()
+        // Parked on C before the write: C's metrics show it.
+        try waitUntil(timeout: 10) { (try? c.get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
+        #expect(try a.post("/truck/orders", Self.order).status == 201)
+        try waitUntil(timeout: 10) { answer.withLock { $0.0 } != nil }
+        let (response, seconds) = answer.withLock { $0 }
+        let changes = try #require(response).json.changeList
+        #expect(changes.map { $0["path"] } == ["/truck/orderCount"])
+        #expect(changes.first?["new"] == 1)
+        #expect(seconds < 10)
+    }
+
+    @Test func oneObserverIsTheSameThroughEveryInstance() throws {
+        let servers = try Self.cluster()
+        let clients = servers.map(\.client)
+        let observer = try clients[0].observer()
+        _ = try clients[1].get("/truck/orderCount", observer: observer)
+        _ = try clients[2].get("/truck?fields=name", observer: observer)
+        // Its reads, tracked through B and C, show through A.
+        let reads = try clients[0].get("/observers/\(observer)").json["reads"]
+        #expect(reads == ["/truck/name", "/truck/orderCount"])
+        // A write through C reaches it through B; an ETag is the same everywhere.
+        _ = try clients[2].post("/truck/orders", Self.order)
+        let changes = try clients[1].changes(observer, since: 0).json
+        #expect(changes.changeList.map { $0["path"] } == ["/truck/orderCount"])
+        let tags = try clients.map { try $0.get("/truck").header("ETag") }
+        #expect(Set(tags).count == 1 && tags[0] != nil)
+        // An If-Match checked on one instance holds against a write through another.
+        let donut = try clients[0].get("/truck/donuts/\(Seed.maple)")
+        let etag = try #require(donut.header("ETag"))
+        #expect(try clients[1].patch("/truck/donuts/\(Seed.maple)", ["name": "Maple Long John"], headers: ["If-Match": etag]).status == 200)
+        #expect(try clients[2].patch("/truck/donuts/\(Seed.maple)", ["name": "Lost update"], headers: ["If-Match": etag]).status == 412)
+        // Deleted through C: its poll parked on A is answered 404 at once.
+        let answer = Locked<TestResponse?>(nil)
+        let poller = Thread { answer.withLock { $0 = try? clients[0].changes(observer, since: changes["cursor"]?.intValue ?? 0, timeout: 30) } }
+        poller.start()
+        try waitUntil(timeout: 10) { (try? clients[0].get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
+        #expect(try clients[2].delete("/observers/\(observer)").status == 204)
+        try waitUntil(timeout: 5) { answer.withLock { $0 } != nil }
+        #expect(answer.withLock { $0 }?.status == 404)
+        #expect(try clients[1].get("/observers/\(observer)").status == 404)
+    }
+
+    /// A randomized check: one client hops between the instances at random
+    /// for every request (reads, writes, polls); every change it polls for
+    /// arrives once, in order, and nothing else.
+    @Test(arguments: [1, 2, 3]) func requestsHoppingAtRandomMissAndRepeatNothing(seed: UInt64) throws {
+        let servers = try Self.cluster()
+        var random = SeededRandom(seed: seed)
+        func any() -> TestClient { servers[Int(random.next() % 3)].client }
+        let observer = try any().observer()
+        var cursor = try #require(try any().get("/truck/orderCount", observer: observer).cursor)
+        _ = try any().get("/truck/donuts/\(Seed.glazed)?fields=name", observer: observer)
+        var expectedCount: Int64 = 0
+        var expectedName = "Glazed"
+        var seenCount: Int64 = 0
+        var seenName = "Glazed"
+        for step in 0..<60 {
+            switch random.next() % 4 {
+            case 0, 1:
+                #expect(try any().post("/truck/orders", Self.order).status == 201)
+                expectedCount += 1
+            case 2:
+                expectedName = "Glazed \(step)"
+                #expect(try any().patch("/truck/donuts/\(Seed.glazed)", ["name": .string(expectedName)]).status == 200)
+            default:
+                // A write nobody read: never delivered.
+                #expect(try any().patch("/truck/donuts/\(Seed.maple)", ["topping": .string("t\(step)")]).status == 200)
+            }
+            if random.next() % 3 == 0 {
+                let page = try any().changes(observer, since: cursor).json
+                for change in page.changeList {
+                    let seq = try #require(change["seq"]?.intValue)
+                    #expect(seq > cursor)
+                    switch change["path"]?.stringValue {
+                    case "/truck/orderCount":
+                        #expect(change["old"] == .int(seenCount))
+                        seenCount += 1
+                        #expect(change["new"] == .int(seenCount))
+                    case "/truck/donuts/\(Seed.glazed)/name":
+                        #expect(change["old"] == .string(seenName))
+                        seenName = change["new"]?.stringValue ?? ""
+                    default:
+                        Issue.record("a change that was not read: \(change)")
+                    }
+                    cursor = seq
+                }
+                cursor = try #require(page["cursor"]?.intValue)
+            }
+        }
+        let last = try any().changes(observer, since: cursor).json
+        for change in last.changeList {
+            if change["path"] == "/truck/orderCount" { seenCount += 1 } else { seenName = change["new"]?.stringValue ?? "" }
+        }
+        #expect(seenCount == expectedCount)
+        #expect(seenName == expectedName)
+    }
+
+    /// Instances that start together on a fresh database apply each
+    /// migration once, under the advisory lock.
+    @Test func instancesStartingTogetherMigrateOnce() throws {
+        let url = try TestPostgres.freshDatabaseURL()
+        let folder = temporaryFolder()
+        let starters = (0..<3).map { _ in
+            let server = Locked<Result<ServerProcess, any Error>?>(nil)
+            let thread = Thread { server.withLock { $0 = Result { try ServerProcess(folder: folder, database: url) } } }
+            thread.start()
+            return server
+        }
+        try waitUntil(timeout: 60) { starters.allSatisfy { $0.withLock { $0 } != nil } }
+        let servers = try starters.map { try #require($0.withLock { $0 }).get() }
+        for server in servers { #expect(try server.client.get("/truck/orderCount").status == 200) }
+        let migrations = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("migrations").path)
+            .filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") }
+        let connection = try PostgresConnection(url: url)
+        #expect(try connection.integer("SELECT COUNT(*) FROM schema_migrations") == Int64(migrations.count))
+        #expect(try connection.integer("SELECT COUNT(*) FROM donuts") == 4)
+    }
+
+    @Test func aJobIsAdvancedByOneInstanceEachStepOnceAndGoesOnWhenItDies() throws {
+        let url = try TestPostgres.freshDatabaseURL()
+        let servers = try Self.cluster(database: url)
+        let observer = try servers[1].client.observer()
+        let created = try servers[0].client.post("/jobs", ["total": 60, "step": 1, "intervalMs": 50])
+        #expect(created.status == 201)
+        let job = try #require(created.json["id"]?.stringValue)
+        var cursor = try #require(try servers[1].client.get("/jobs/\(job)", observer: observer).cursor)
+        var progress: [Int64] = []
+        var killed = false
+        let deadline = Date().addingTimeInterval(60)
+        while progress.last != 60 && Date() < deadline {
+            let survivors = servers.filter { $0.process.isRunning }
+            let page = try survivors[progress.count % survivors.count].client.changes(observer, since: cursor, timeout: 5).json
+            for change in page.changeList where change["path"] == .string("/jobs/\(job)/progress") {
+                if let current = change["new"]?["current"]?.intValue { progress.append(current) }
+            }
+            cursor = page["cursor"]?.intValue ?? cursor
+            if !killed && progress.count >= 10 {
+                // The instance that holds the jobs' claim is killed.
+                let holder = try #require(try PostgresConnection(url: url).text(
+                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'observable-server jobs %'"))
+                let pid = try #require(Int32(holder.split(separator: " ").last ?? ""))
+                let server = try #require(servers.first { $0.process.processIdentifier == pid })
+                server.stop(signal: SIGKILL)
+                killed = true
+            }
+        }
+        // Every step once, in order, through the instance that took over.
+        #expect(progress == Array(1...60), "\(progress)")
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so that a failing seed
+/// can be run again.
+struct SeededRandom {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
