@@ -326,7 +326,9 @@ enum PostgresTools {
             else { throw TestPostgresError("running as root, but runuser is missing to run \(executable) as postgres") }
             command = [runuser, "-u", "postgres", "--"] + command
         }
-        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("postgres-command-\(UUID().uuidString).log").path
+        // In the cluster's folder when there is one, so a crash leaves nothing outside it.
+        let outputFolder = directory.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
+        let outputPath = outputFolder.appendingPathComponent("postgres-command-\(UUID().uuidString).log").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         // Only what is given here decides where and how to connect.
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }
