@@ -190,7 +190,7 @@ extension Store {
 
     /// Seconds past its TTL before an observer used through another
     /// instance is dropped: uses are saved by each instance every second.
-    static let sharedExpiryGrace = 5.0
+    static let sharedExpiryGrace = 2.0
 
     func maintainShared(_ shared: any SharedStorage, now: Double) {
         let (prunedThrough, dirty) = registry.withLock { registry in

@@ -179,6 +179,154 @@ import TestSupport
     }
 }
 
+/// Faults with three instances: one killed mid-storm, the database
+/// stopped and started under load.
+@Suite(.serialized) struct MultiInstanceFaultTests {
+    /// Writes from three clients, each on its own instance until that one
+    /// fails, then on the next: the ids acknowledged.
+    final class Storm: @unchecked Sendable {
+        let acknowledged = Locked<[String]>([])
+        let failures = Locked<[Int]>([])
+        let stopping = Locked(false)
+        let group = DispatchGroup()
+
+        init(ports: [UInt16], writers: Int = 3) {
+            for writer in 0..<writers {
+                DispatchQueue.global().async(group: group) { [self] in
+                    var target = writer % ports.count
+                    var i = 0
+                    while !stopping.withLock({ $0 }) {
+                        i += 1
+                        let client = TestClient(port: ports[target])
+                        guard let response = try? client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": .int(Int64(i % 9 + 1))]) else {
+                            // Gone: retried on the next instance.
+                            target = (target + 1) % ports.count
+                            continue
+                        }
+                        if response.status == 201, let id = response.json["id"]?.stringValue {
+                            acknowledged.withLock { $0.append(id) }
+                        } else {
+                            failures.withLock { $0.append(response.status) }
+                            Thread.sleep(forTimeInterval: 0.02)
+                        }
+                    }
+                }
+            }
+        }
+
+        func stop() -> Bool {
+            stopping.withLock { $0 = true }
+            return group.wait(timeout: .now() + 30) == .success
+        }
+    }
+
+    /// Follows `/truck/orderCount` for an observer, polling through the
+    /// instances in turn and moving on when one fails: the counts it saw.
+    final class Follower: @unchecked Sendable {
+        let counts = Locked<[Int64]>([])
+        let problems = Locked<[String]>([])
+        let stopping = Locked(false)
+        let done = DispatchSemaphore(value: 0)
+
+        init(ports: [UInt16], observer: String, cursor: Int64) {
+            Thread { [self] in
+                var cursor = cursor
+                var target = 0
+                while !stopping.withLock({ $0 }) {
+                    guard let response = try? TestClient(port: ports[target]).changes(observer, since: cursor, timeout: 1),
+                          response.status == 200
+                    else {
+                        target = (target + 1) % ports.count
+                        Thread.sleep(forTimeInterval: 0.02)
+                        continue
+                    }
+                    let page = response.json
+                    for change in page.changeList {
+                        let seen = counts.withLock { $0.last ?? 0 }
+                        if change["old"] != .int(seen) { problems.withLock { $0.append("\(change) after \(seen)") } }
+                        counts.withLock { $0.append(change["new"]?.intValue ?? -1) }
+                    }
+                    cursor = page["cursor"]?.intValue ?? cursor
+                    target = (target + 1) % ports.count
+                }
+                done.signal()
+            }.start()
+        }
+
+        func stop() {
+            stopping.withLock { $0 = true }
+            done.wait()
+        }
+    }
+
+    @Test func killNineOfOneInstanceMidStormLosesNothingAcknowledged() throws {
+        let servers = try MultiInstanceTests.cluster()
+        let ports = servers.map(\.port)
+        let observer = try servers[0].client.observer()
+        let cursor = try #require(try servers[1].client.get("/truck/orderCount", observer: observer).cursor)
+        let follower = Follower(ports: ports, observer: observer, cursor: cursor)
+        let storm = Storm(ports: ports)
+        try waitUntil(timeout: 30) { storm.acknowledged.withLock { $0.count } >= 150 }
+        servers[1].stop(signal: SIGKILL)
+        let atKill = storm.acknowledged.withLock { $0.count }
+        try waitUntil(timeout: 30) { storm.acknowledged.withLock { $0.count } >= atKill + 150 }
+        #expect(storm.stop())
+        let survivors = [servers[0], servers[2]]
+        let acknowledged = storm.acknowledged.withLock { $0 }
+        for server in survivors {
+            let orders = try server.client.get("/truck/orders").json["orders"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            #expect(Set(acknowledged).isSubset(of: Set(orders)), "\(Set(acknowledged).subtracting(orders).count) acknowledged orders lost")
+            #expect(try server.client.get("/truck/orderCount").json["orderCount"] == .int(Int64(orders.count)))
+        }
+        // The follower, moving on from the killed instance with its cursor, missed nothing.
+        let total = Int64(try survivors[0].client.get("/truck/orders").json["orders"]?.arrayValue?.count ?? -1)
+        try waitUntil(timeout: 15) { follower.counts.withLock { $0.last } == total }
+        follower.stop()
+        #expect(follower.problems.withLock { $0 }.isEmpty, "\(follower.problems.withLock { $0 })")
+        #expect(follower.counts.withLock { $0 } == Array(1...total))
+    }
+
+    @Test func aDatabaseRestartUnderLoadIsSurvived() throws {
+        let database = try PostgresServer()
+        defer { database.shutdown() }
+        let url = try database.createDatabase()
+        let servers = try MultiInstanceTests.cluster(database: url)
+        let clients = servers.map(\.client)
+        let ports = servers.map(\.port)
+        let observer = try clients[0].observer()
+        let cursor = try #require(try clients[1].get("/truck/orderCount", observer: observer).cursor)
+        // A poll parked on C before the outage, answered after it.
+        let parked = Locked<TestResponse?>(nil)
+        Thread { parked.withLock { $0 = try? clients[2].changes(observer, since: cursor, timeout: 50) } }.start()
+        try waitUntil(timeout: 10) { (try? clients[2].get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
+        try database.stop()
+        // While it is down: probes and writes are 503, writes with Retry-After.
+        for client in clients {
+            #expect(try client.get("/healthz").status == 503)
+            let write = try client.post("/truck/orders", MultiInstanceTests.order)
+            #expect(write.status == 503)
+            #expect(write.header("Retry-After") != nil)
+            #expect(write.header("Content-Type") == "application/problem+json")
+        }
+        let storm = Storm(ports: ports)
+        Thread.sleep(forTimeInterval: 0.5)
+        try database.start()
+        for client in clients { try waitUntil(timeout: 30) { (try? client.get("/healthz").status) == 200 } }
+        try waitUntil(timeout: 30) { storm.acknowledged.withLock { $0.count } >= 100 }
+        #expect(storm.stop())
+        try waitUntil(timeout: 10) { parked.withLock { $0 } != nil }
+        let answer = try #require(parked.withLock { $0 })
+        #expect(answer.status == 200)
+        #expect(answer.json.changeList.first?["path"] == "/truck/orderCount")
+        let acknowledged = storm.acknowledged.withLock { $0 }
+        for client in clients {
+            let orders = try client.get("/truck/orders").json["orders"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            #expect(Set(acknowledged).isSubset(of: Set(orders)))
+            #expect(orders.count == acknowledged.count)
+        }
+    }
+}
+
 /// A small deterministic generator (SplitMix64), so that a failing seed
 /// can be run again.
 struct SeededRandom {

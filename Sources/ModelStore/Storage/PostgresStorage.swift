@@ -333,7 +333,16 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
 
     // MARK: - Rows
 
+    /// PostgreSQL's text holds no NUL: such a value is refused before any
+    /// row changes, rather than cut short.
+    private static func refuseNul(_ values: [JSONValue]) throws {
+        for case .string(let text) in values where text.utf8.contains(0) {
+            throw ModelError.unprocessable("text containing NUL (U+0000) cannot be stored in the PostgreSQL database")
+        }
+    }
+
     func insert(into table: TableLayout, _ row: StoredRow) throws {
+        try Self.refuseNul(row.values)
         var values: [String?] = [row.id]
         if case .collection(let parentColumn, let positioned) = table.shape {
             if parentColumn != nil { values.append(row.parentId) }
@@ -351,6 +360,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     func update(_ table: TableLayout, id: String, parentId: String?, values: [JSONValue]) throws {
+        try Self.refuseNul(values)
         var bound = values.map(Self.text)
         if case .collection = table.shape { bound.append(id) }
         rowsChanged += try query(sql(for: table).update, bound).affected
