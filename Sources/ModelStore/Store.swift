@@ -46,6 +46,10 @@ public final class Store: Sendable {
     let freshness = SharedRound()
     /// Follows the other instances' commits (shared storage only).
     let follower = Locked<ServiceThread?>(nil)
+    /// This instance among those sharing the database.
+    let instance = Identifier.make()
+    /// Answers parked polls that gave way to one parked elsewhere.
+    let displacedHandler = Locked<Wake?>(nil)
     /// What reads see: replaced whole after each commit, so that a read
     /// takes one reference rather than one per model.
     let current: Locked<Snapshot>

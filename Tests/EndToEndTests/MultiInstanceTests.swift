@@ -70,6 +70,28 @@ import TestSupport
         #expect(try clients[1].get("/observers/\(observer)").status == 404)
     }
 
+    /// One parked poll per observer, as on one server: a poll parked
+    /// through B answers the one parked on A, with no changes at its cursor.
+    @Test func aPollParkedOnOneInstanceGivesWayToOneParkedOnAnother() throws {
+        let servers = try Self.cluster(2)
+        let (a, b) = (servers[0].client, servers[1].client)
+        let observer = try a.observer()
+        let cursor = try #require(try a.get("/truck/orderCount", observer: observer).cursor)
+        let first = Locked<TestResponse?>(nil), second = Locked<TestResponse?>(nil)
+        Thread { first.withLock { $0 = try? a.changes(observer, since: cursor, timeout: 30) } }.start()
+        try waitUntil(timeout: 10) { (try? a.get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
+        Thread { second.withLock { $0 = try? b.changes(observer, since: cursor, timeout: 30) } }.start()
+        try waitUntil(timeout: 10) { first.withLock { $0 } != nil }
+        let answer = try #require(first.withLock { $0 })
+        #expect(answer.status == 200)
+        #expect(answer.json.changeList.isEmpty)
+        #expect(answer.json["cursor"] == .int(cursor))
+        // The newer one, parked on B, gets the change.
+        _ = try a.post("/truck/orders", Self.order)
+        try waitUntil(timeout: 10) { second.withLock { $0 } != nil }
+        #expect(second.withLock { $0 }?.json.changeList.map { $0["path"] } == ["/truck/orderCount"])
+    }
+
     /// A randomized check: one client hops between the instances at random
     /// for every request (reads, writes, polls); every change it polls for
     /// arrives once, in order, and nothing else.

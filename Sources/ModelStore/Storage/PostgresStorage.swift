@@ -21,6 +21,7 @@ import Glibc
 /// claims (advisory locks). A lost connection is opened again on next use.
 final class PostgresStorage: SharedStorage, @unchecked Sendable {
     static let channel = "observable_commits"
+    static let parkedChannel = "observable_parked"
     /// The advisory lock that migrations run under.
     static let migrationLock: Int64 = 0x6f62_7365_7276_0001
 
@@ -518,16 +519,39 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
-    func awaitAnnouncement(timeout: Double) throws -> Int64? {
+    func awaitAnnouncement(timeout: Double) throws -> (newest: Int64?, parked: [(instance: String, observer: String)]) {
         try listener.withLock { connection in
             do {
                 if connection == nil || connection?.isOpen == false {
                     let opened = try Connection(url: url)
-                    try opened.execute("LISTEN \(Self.channel)")
+                    try opened.execute("LISTEN \(Self.channel); LISTEN \(Self.parkedChannel)")
                     connection = opened
                 }
                 let found = try connection!.notifications(waiting: timeout)
-                return found.compactMap { Int64($0.payload) }.max()
+                var newest: Int64?
+                var parked: [(instance: String, observer: String)] = []
+                for (channel, payload) in found {
+                    if channel == Self.channel, let version = Int64(payload) {
+                        newest = max(newest ?? version, version)
+                    } else if channel == Self.parkedChannel {
+                        let parts = payload.split(separator: " ", maxSplits: 1)
+                        if parts.count == 2 { parked.append((String(parts[0]), String(parts[1]))) }
+                    }
+                }
+                return (newest, parked)
+            } catch {
+                connection?.close()
+                connection = nil
+                throw Self.unreachable(error)
+            }
+        }
+    }
+
+    func announceParked(instance: String, observer: String) throws {
+        try probe.withLock { connection in
+            do {
+                if connection == nil || connection?.isOpen == false { connection = try Connection(url: url) }
+                try connection!.query("SELECT pg_notify($1, $2)", [Self.parkedChannel, instance + " " + observer])
             } catch {
                 connection?.close()
                 connection = nil
