@@ -189,7 +189,7 @@ import TestSupport
             if !killed && progress.count >= 10 {
                 // The instance that holds the jobs' claim is killed.
                 let holder = try #require(try PostgresConnection(url: url).text(
-                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'observable-server jobs %'"))
+                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database() AND a.application_name LIKE 'observable-server jobs %'"))
                 let pid = try #require(Int32(holder.split(separator: " ").last ?? ""))
                 let server = try #require(servers.first { $0.process.processIdentifier == pid })
                 server.stop(signal: SIGKILL)
