@@ -57,7 +57,7 @@ extension Store {
     func exclusive<T>(_ body: (any ModelStorage) throws -> T) throws -> T {
         var woken: [(observer: String, waiter: any ChangeWaiter)] = []
         let result = try writer.withLock { storage -> T in
-            guard let shared = storage as? any SharedStorage else { return try body(storage) }
+            guard let shared else { return try body(storage) }
             let newest = try shared.beginOrdered()
             do {
                 try catchUp(shared, to: newest, woken: &woken)

@@ -227,7 +227,7 @@ public final class Store: Sendable {
         var writes: Int64 = 0
         var state: ModelState
         do {
-            if let shared = storage as? any SharedStorage {
+            if let shared {
                 // Decided on the current state: what other instances
                 // committed before this transaction took the order first.
                 let newest = try shared.beginOrdered()
@@ -278,7 +278,7 @@ public final class Store: Sendable {
         woken += registry.withLock { $0.publish(committed) }
         let next = Snapshot(state)
         current.withLock { $0 = next }
-        if let shared = storage as? any SharedStorage {
+        if let shared {
             let version = shared.committedVersion
             appliedVersion.withLock { $0 = max($0, version) }
         }

@@ -34,7 +34,8 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     private var statements: [TableSQL?] = []
     /// The journal of the ordered transaction under way.
     private var pending: [JournalEntry] = []
-    private var pendingSeqs: (first: Int64, last: Int64)?
+    /// The changes of the ordered transaction under way, written at commit.
+    private var pendingChanges: [Change] = []
     private var inOrderedTransaction = false
     private var orderedVersion: Int64 = 0
     private var orderedSeq: Int64 = 0
@@ -273,33 +274,45 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
 
     func beginOrdered() throws -> Int64 {
         try run { connection in
-            try connection.execute("BEGIN")
-            do {
-                let rows = try connection.query("SELECT seq, version FROM observable_clock WHERE id = 1 FOR UPDATE")
-                orderedSeq = rows.int64(0, 0) ?? 0
-                orderedVersion = rows.int64(0, 1) ?? 0
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
-            }
+            // One round trip: the transaction and the lock that orders it.
+            let rows = try connection.execute("BEGIN; SELECT seq, version FROM observable_clock WHERE id = 1 FOR UPDATE")
+            orderedSeq = rows.int64(0, 0) ?? 0
+            orderedVersion = rows.int64(0, 1) ?? 0
         }
         inOrderedTransaction = true
         pending.removeAll(keepingCapacity: true)
-        pendingSeqs = nil
+        pendingChanges.removeAll(keepingCapacity: true)
         return orderedVersion
     }
+
+    /// What an ordered transaction leaves, in one statement: its changes,
+    /// its journal, the clock moved on, and the announcement.
+    static let finish = """
+        WITH appended AS (
+            INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads)
+            SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+        ), journaled AS (
+            INSERT INTO observable_journal (version, ordinal, kind, tbl, id, parent, first, last, body)
+            SELECT $9::bigint, e.ordinal - 1, e.kind, e.tbl, e.id, e.parent, e.first, e.last, e.body
+            FROM unnest($10::text[], $11::int[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::text[])
+                WITH ORDINALITY AS e (kind, tbl, id, parent, first, last, body, ordinal)
+        ), moved AS (
+            UPDATE observable_clock SET seq = $17::bigint, version = $9::bigint WHERE id = 1
+        )
+        SELECT pg_notify($18, $9::text)
+        """
 
     func commit() throws {
         defer {
             inOrderedTransaction = false
             pending.removeAll(keepingCapacity: true)
-            pendingSeqs = nil
+            pendingChanges.removeAll(keepingCapacity: true)
         }
         try run { connection in
-            if let seqs = pendingSeqs {
+            if let first = pendingChanges.first, let last = pendingChanges.last {
                 var entry = JournalEntry(version: 0, kind: .changes)
-                entry.first = seqs.first
-                entry.last = seqs.last
+                entry.first = first.seq
+                entry.last = last.seq
                 pending.append(entry)
             }
             guard !pending.isEmpty else {
@@ -307,15 +320,21 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
                 return
             }
             let version = orderedVersion + 1
-            for (ordinal, entry) in pending.enumerated() {
-                try connection.query(
-                    "INSERT INTO observable_journal (version, ordinal, kind, tbl, id, parent, first, last, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    [String(version), String(ordinal), entry.kind.rawValue, String(entry.table), entry.id, entry.parent,
-                     String(entry.first), String(entry.last), entry.body])
-            }
-            try connection.query("UPDATE observable_clock SET seq = $1, version = $2 WHERE id = 1",
-                                 [String(pendingSeqs?.last ?? orderedSeq), String(version)])
-            try connection.query("SELECT pg_notify($1, $2)", [Self.channel, String(version)])
+            let changes = pendingChanges
+            try connection.query(Self.finish, [
+                Self.array(changes.map { String($0.seq) }), Self.array(changes.map { String($0.transaction) }),
+                Self.array(changes.map(\.path)), Self.array(changes.map(\.operation.rawValue)),
+                Self.array(changes.map(\.old)), Self.array(changes.map(\.new)),
+                Self.array(changes.map { $0.keys.map(\.path).joined(separator: "\n") }),
+                Self.array(changes.map { $0.impliedReads.map(\.path).joined(separator: "\n") }),
+                String(version),
+                Self.array(pending.map(\.kind.rawValue)), Self.array(pending.map { String($0.table) }),
+                Self.array(pending.map(\.id)), Self.array(pending.map(\.parent)),
+                Self.array(pending.map { String($0.first) }), Self.array(pending.map { String($0.last) }),
+                Self.array(pending.map(\.body)),
+                String(changes.last?.seq ?? orderedSeq),
+                Self.channel,
+            ])
             try connection.execute("COMMIT")
             committedVersion = version
         }
@@ -324,7 +343,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     func rollback() {
         inOrderedTransaction = false
         pending.removeAll(keepingCapacity: true)
-        pendingSeqs = nil
+        pendingChanges.removeAll(keepingCapacity: true)
         if let connection = writerConnection, connection.isOpen { try? connection.execute("ROLLBACK") }
     }
 
@@ -381,12 +400,9 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         journal(entry)
     }
 
+    /// Kept until `commit`, which writes the transaction's changes in one statement.
     func append(_ change: Change) throws {
-        try query(
-            "INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            [String(change.seq), String(change.transaction), change.path, change.operation.rawValue, change.old, change.new,
-             change.keys.map(\.path).joined(separator: "\n"), change.impliedReads.map(\.path).joined(separator: "\n")])
-        pendingSeqs = (pendingSeqs?.first ?? change.seq, change.seq)
+        pendingChanges.append(change)
     }
 
     func addReads(_ reads: [(observer: String, key: PropertyKey, seq: Int64)]) throws {
@@ -638,11 +654,15 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
-    /// A PostgreSQL array literal of `values`, each quoted.
-    static func array(_ values: [String]) -> String {
+    /// A PostgreSQL array literal of `values`, each quoted (nil is NULL).
+    static func array(_ values: [String?]) -> String {
         var text = "{"
         for (index, value) in values.enumerated() {
             if index > 0 { text += "," }
+            guard let value else {
+                text += "NULL"
+                continue
+            }
             text += "\""
             for character in value {
                 if character == "\"" || character == "\\" { text.append("\\") }
