@@ -67,7 +67,7 @@ public final class Store: Sendable {
         let storage: any ModelStorage
         switch try Engine(configuration.database) {
         case .sqlite(let path): storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
-        case .postgres(let url): storage = try PostgresStorage(url: url)
+        case .postgres(let url): storage = try PostgresStorage(url: url, logger: logger)
         }
         try self.init(storage: storage, configuration: configuration, catalog: catalog, logger: logger)
     }

@@ -61,7 +61,10 @@ import TestSupport
         #expect(try clients[2].patch("/truck/donuts/\(Seed.maple)", ["name": "Lost update"], headers: ["If-Match": etag]).status == 412)
         // Deleted through C: its poll parked on A is answered 404 at once.
         let answer = Locked<TestResponse?>(nil)
-        let poller = Thread { answer.withLock { $0 = try? clients[0].changes(observer, since: changes["cursor"]?.intValue ?? 0, timeout: 30) } }
+        let poller = Thread {
+            let response = try? clients[0].changes(observer, since: changes["cursor"]?.intValue ?? 0, timeout: 30)
+            answer.withLock { $0 = response }
+        }
         poller.start()
         try waitUntil(timeout: 10) { (try? clients[0].get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
         #expect(try clients[2].delete("/observers/\(observer)").status == 204)
@@ -78,9 +81,15 @@ import TestSupport
         let observer = try a.observer()
         let cursor = try #require(try a.get("/truck/orderCount", observer: observer).cursor)
         let first = Locked<TestResponse?>(nil), second = Locked<TestResponse?>(nil)
-        Thread { first.withLock { $0 = try? a.changes(observer, since: cursor, timeout: 30) } }.start()
+        Thread {
+            let response = try? a.changes(observer, since: cursor, timeout: 30)
+            first.withLock { $0 = response }
+        }.start()
         try waitUntil(timeout: 10) { (try? a.get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
-        Thread { second.withLock { $0 = try? b.changes(observer, since: cursor, timeout: 30) } }.start()
+        Thread {
+            let response = try? b.changes(observer, since: cursor, timeout: 30)
+            second.withLock { $0 = response }
+        }.start()
         try waitUntil(timeout: 10) { first.withLock { $0 } != nil }
         let answer = try #require(first.withLock { $0 })
         #expect(answer.status == 200)
@@ -154,7 +163,10 @@ import TestSupport
         let folder = temporaryFolder()
         let starters = (0..<3).map { _ in
             let server = Locked<Result<ServerProcess, any Error>?>(nil)
-            let thread = Thread { server.withLock { $0 = Result { try ServerProcess(folder: folder, database: url) } } }
+            let thread = Thread {
+                let started = Result { try ServerProcess(folder: folder, database: url) }
+                server.withLock { $0 = started }
+            }
             thread.start()
             return server
         }
@@ -319,7 +331,10 @@ import TestSupport
         let cursor = try #require(try clients[1].get("/truck/orderCount", observer: observer).cursor)
         // A poll parked on C before the outage, answered after it.
         let parked = Locked<TestResponse?>(nil)
-        Thread { parked.withLock { $0 = try? clients[2].changes(observer, since: cursor, timeout: 50) } }.start()
+        Thread {
+            let response = try? clients[2].changes(observer, since: cursor, timeout: 50)
+            parked.withLock { $0 = response }
+        }.start()
         try waitUntil(timeout: 10) { (try? clients[2].get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
         try database.stop()
         // While it is down: probes and writes are 503, writes with Retry-After.
@@ -331,7 +346,14 @@ import TestSupport
             #expect(write.header("Content-Type") == "application/problem+json")
         }
         let storm = Storm(ports: ports)
+        // An instance started while the database is down waits for it.
+        let late = Locked<Result<ServerProcess, any Error>?>(nil)
+        Thread {
+            let started = Result { try ServerProcess(folder: temporaryFolder(), database: url) }
+            late.withLock { $0 = started }
+        }.start()
         Thread.sleep(forTimeInterval: 0.5)
+        #expect(late.withLock { $0 } == nil)
         try database.start()
         for client in clients { try waitUntil(timeout: 30) { (try? client.get("/healthz").status) == 200 } }
         try waitUntil(timeout: 30) { storm.acknowledged.withLock { $0.count } >= 100 }
@@ -341,7 +363,9 @@ import TestSupport
         #expect(answer.status == 200)
         #expect(answer.json.changeList.first?["path"] == "/truck/orderCount")
         let acknowledged = storm.acknowledged.withLock { $0 }
-        for client in clients {
+        try waitUntil(timeout: 30) { late.withLock { $0 } != nil }
+        let lateServer = try #require(late.withLock { $0 }).get()
+        for client in clients + [lateServer.client] {
             let orders = try client.get("/truck/orders").json["orders"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
             #expect(Set(acknowledged).isSubset(of: Set(orders)))
             #expect(orders.count == acknowledged.count)

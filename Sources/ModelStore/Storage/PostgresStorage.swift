@@ -1,5 +1,6 @@
 import Concurrency
 import JSON
+import Logging
 import ModelObservation
 import PostgresClient
 import SQLiteStore
@@ -27,7 +28,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
 
     let url: String
     private var writerConnection: Connection?
-    private let probe = Locked<Connection?>(nil)
+    private let probe = Locked<(connection: Connection?, backoff: Backoff)>((nil, Backoff()))
     private let listener = Locked<Connection?>(nil)
     /// Per claimed work, the connection that holds (or asks for) its advisory lock.
     private let claims = Locked<[String: (connection: Connection, isHeld: Bool)]>([:])
@@ -49,16 +50,23 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         let delete: String
     }
 
-    init(url: String) throws {
+    /// Connects to `url`, trying again with backoff for up to `patience`
+    /// seconds while the database cannot be reached (it may be starting
+    /// beside this instance).
+    init(url: String, patience: Double = 30, logger: Logger? = nil) throws {
         self.url = url
-        writerConnection = try Self.connect(url)
-    }
-
-    private static func connect(_ url: String) throws -> Connection {
-        do {
-            return try Connection(url: url)
-        } catch {
-            throw Self.unreachable(error)
+        let deadline = ServerClock.wallSeconds + patience
+        var delay = 0.1
+        while true {
+            do {
+                writerConnection = try Connection(url: url)
+                return
+            } catch {
+                guard ServerClock.wallSeconds + delay < deadline else { throw Self.unreachable(error) }
+                logger?.warning("waiting for the database: \(error)")
+                usleep(UInt32(delay * 1_000_000))
+                delay = min(delay * 2, 2)
+            }
         }
     }
 
@@ -72,9 +80,35 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         writerConnection?.close()
         writerConnection = nil
         statements.removeAll()
-        let connection = try Self.connect(url)
+        let connection = try writerBackoff.attempt { try Connection(url: url) }
         writerConnection = connection
         return connection
+    }
+
+    private var writerBackoff = Backoff()
+
+    /// Connecting again after a failure waits 50 ms, doubling up to 2 s:
+    /// meanwhile the callers are answered at once (503) rather than each
+    /// waiting for a connection that cannot be made.
+    struct Backoff {
+        private var delay = 0.0
+        private var notBefore = 0.0
+
+        mutating func attempt<T>(_ connect: () throws -> T) throws -> T {
+            let now = ServerClock.wallSeconds
+            guard now >= notBefore else {
+                throw ModelError(.busy, "The database cannot be reached; retry shortly.")
+            }
+            do {
+                let result = try connect()
+                delay = 0
+                return result
+            } catch {
+                delay = min(max(delay * 2, 0.05), 2)
+                notBefore = now + delay
+                throw PostgresStorage.unreachable(error)
+            }
+        }
     }
 
     /// Runs `body` on the writer, turning a lost connection into `.busy`
@@ -523,13 +557,22 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     func newestVersion() throws -> Int64 {
-        try probe.withLock { connection in
+        try probing { try $0.query("SELECT version FROM observable_clock WHERE id = 1").int64(0, 0) ?? 0 }
+    }
+
+    /// Runs `body` on the probe connection, opened (again) when needed.
+    private func probing<T>(_ body: (Connection) throws -> T) throws -> T {
+        try probe.withLock { probe in
+            if probe.connection?.isOpen != true {
+                probe.connection?.close()
+                probe.connection = nil
+                probe.connection = try probe.backoff.attempt { try Connection(url: url) }
+            }
             do {
-                if connection == nil || connection?.isOpen == false { connection = try Connection(url: url) }
-                return try connection!.query("SELECT version FROM observable_clock WHERE id = 1").int64(0, 0) ?? 0
+                return try body(probe.connection!)
             } catch {
-                connection?.close()
-                connection = nil
+                probe.connection?.close()
+                probe.connection = nil
                 throw Self.unreachable(error)
             }
         }
@@ -564,20 +607,8 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     func announceParked(instance: String, observer: String) throws {
-        try probe.withLock { connection in
-            do {
-                if connection == nil || connection?.isOpen == false { connection = try Connection(url: url) }
-                try connection!.query("SELECT pg_notify($1, $2)", [Self.parkedChannel, instance + " " + observer])
-            } catch {
-                connection?.close()
-                connection = nil
-                throw Self.unreachable(error)
-            }
-        }
+        try probing { try $0.query("SELECT pg_notify($1, $2)", [Self.parkedChannel, instance + " " + observer]) }
     }
-
-    /// Whether the listener is connected (announcements may have been missed while it was not).
-    var isListening: Bool { listener.withLock { $0?.isOpen ?? false } }
 
     func claim(_ work: String) throws -> Bool {
         try claims.withLock { claims in
@@ -623,7 +654,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     func close() {
         writerConnection?.close()
         writerConnection = nil
-        probe.withLock { $0?.close(); $0 = nil }
+        probe.withLock { $0.connection?.close(); $0.connection = nil }
         listener.withLock { $0?.close(); $0 = nil }
         claims.withLock { claims in
             for (_, held) in claims { held.connection.close() }
