@@ -106,7 +106,7 @@ import TestSupport
     /// arrives once, in order, and nothing else.
     @Test(arguments: [1, 2, 3]) func requestsHoppingAtRandomMissAndRepeatNothing(seed: UInt64) throws {
         let servers = try Self.cluster()
-        var random = SeededRandom(seed: seed)
+        var random = ModelBasedTests.RandomSource(state: seed)
         func any() -> TestClient { servers[Int(random.next() % 3)].client }
         let observer = try any().observer()
         var cursor = try #require(try any().get("/truck/orderCount", observer: observer).cursor)
@@ -370,23 +370,5 @@ import TestSupport
             #expect(Set(acknowledged).isSubset(of: Set(orders)))
             #expect(orders.count == acknowledged.count)
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so that a failing seed
-/// can be run again.
-struct SeededRandom {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

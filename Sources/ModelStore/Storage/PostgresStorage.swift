@@ -32,7 +32,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     private let listener = Locked<Connection?>(nil)
     /// Per claimed work, the connection that holds (or asks for) its advisory lock.
     private let claims = Locked<[String: (connection: Connection, isHeld: Bool)]>([:])
-    private var statements: [TableSQL?] = []
+    private var sql = TableStatements.Cache { "$\($0)" }
     /// The journal of the ordered transaction under way.
     private var pending: [JournalEntry] = []
     /// The changes of the ordered transaction under way, written at commit.
@@ -42,13 +42,6 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     private var orderedSeq: Int64 = 0
     private(set) var committedVersion: Int64 = 0
     private(set) var rowsChanged: Int64 = 0
-
-    struct TableSQL {
-        let select: String
-        let insert: String
-        let update: String
-        let delete: String
-    }
 
     /// Connects to `url`, trying again with backoff for up to `patience`
     /// seconds while the database cannot be reached (it may be starting
@@ -79,7 +72,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         if let connection = writerConnection, connection.isOpen { return connection }
         writerConnection?.close()
         writerConnection = nil
-        statements.removeAll()
+        sql.removeAll()
         let connection = try writerBackoff.attempt { try Connection(url: url) }
         writerConnection = connection
         return connection
@@ -200,42 +193,10 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
-    // MARK: - SQL per table
-
-    private func sql(for table: TableLayout) -> TableSQL {
-        if table.number < statements.count, let cached = statements[table.number] { return cached }
-        let columns = table.columns.map(\.name)
-        func placeholders(_ count: Int, from first: Int = 1) -> String {
-            (first..<(first + count)).map { "$\($0)" }.joined(separator: ", ")
-        }
-        let assignments = columns.enumerated().map { "\($0.element) = $\($0.offset + 1)" }.joined(separator: ", ")
-        let made: TableSQL
-        switch table.shape {
-        case .singleton:
-            made = TableSQL(
-                select: "SELECT \(columns.joined(separator: ", ")) FROM \(table.name) WHERE id = 1",
-                insert: "",
-                update: "UPDATE \(table.name) SET \(assignments) WHERE id = 1",
-                delete: "")
-        case .collection(let parentColumn, let positioned):
-            let keys = ["id"] + (parentColumn.map { [$0] } ?? []) + (positioned ? ["position"] : [])
-            let order = table.orderBy ?? ((parentColumn.map { [$0] } ?? []) + ["position"]).joined(separator: ", ")
-            let all = keys + columns
-            made = TableSQL(
-                select: "SELECT \(all.joined(separator: ", ")) FROM \(table.name) ORDER BY \(order)",
-                insert: "INSERT INTO \(table.name) (\(all.joined(separator: ", "))) VALUES (\(placeholders(all.count)))",
-                update: "UPDATE \(table.name) SET \(assignments) WHERE id = $\(columns.count + 1)",
-                delete: "DELETE FROM \(table.name) WHERE id = $1")
-        }
-        while statements.count <= table.number { statements.append(nil) }
-        statements[table.number] = made
-        return made
-    }
-
     // MARK: - Loading
 
     func rows(of table: TableLayout) throws -> [StoredRow] {
-        let sql = sql(for: table)
+        let sql = sql(table)
         switch table.shape {
         case .singleton where table.columns.isEmpty:
             return [StoredRow(id: "", parentId: nil, position: 0, values: [])]
@@ -245,7 +206,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
             return [StoredRow(id: "", parentId: nil, position: 0,
                               values: table.columns.enumerated().map { Self.value(rows.string(0, $0.offset), $0.element.kind) })]
         case .collection(let parentColumn, let positioned):
-            let offset = 1 + (parentColumn == nil ? 0 : 1) + (positioned ? 1 : 0)
+            let offset = TableStatements.valueOffset(table)
             let rows = try query(sql.select)
             return (0..<rows.count).map { index in
                 StoredRow(id: rows.string(index, 0) ?? "", parentId: parentColumn == nil ? nil : rows.string(index, 1),
@@ -403,7 +364,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
             if positioned { values.append(String(row.position)) }
         }
         for value in row.values { values.append(Self.text(value)) }
-        rowsChanged += try query(sql(for: table).insert, values).affected
+        rowsChanged += try query(sql(table).insert, values).affected
         var entry = JournalEntry(version: 0, kind: .insert)
         entry.table = table.number
         entry.id = row.id
@@ -417,7 +378,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         try Self.refuseNul(values)
         var bound = values.map(Self.text)
         if case .collection = table.shape { bound.append(id) }
-        rowsChanged += try query(sql(for: table).update, bound).affected
+        rowsChanged += try query(sql(table).update, bound).affected
         var entry = JournalEntry(version: 0, kind: .update)
         entry.table = table.number
         entry.id = id
@@ -427,7 +388,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     func delete(from table: TableLayout, id: String) throws {
-        rowsChanged += try query(sql(for: table).delete, [id]).affected
+        rowsChanged += try query(sql(table).delete, [id]).affected
         var entry = JournalEntry(version: 0, kind: .delete)
         entry.table = table.number
         entry.id = id
