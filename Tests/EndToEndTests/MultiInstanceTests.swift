@@ -156,6 +156,22 @@ import TestSupport
         #expect(seenName == expectedName)
     }
 
+    /// Without `since`, a poll goes on from the cursor last answered, by
+    /// whichever instance answered it: hopping repeats nothing.
+    @Test func pollsWithoutSinceGoOnWhereTheLastAnswerLeftOffOnAnyInstance() throws {
+        let servers = try Self.cluster()
+        let clients = servers.map(\.client)
+        let observer = try clients[0].observer()
+        _ = try clients[0].get("/truck/orderCount", observer: observer)
+        var seen: [Int64] = []
+        for round in 0..<6 {
+            #expect(try clients[(round + 1) % 3].post("/truck/orders", Self.order).status == 201)
+            let page = try clients[round % 3].request("GET", "/observers/\(observer)/changes?timeout=0").json
+            seen += page.changeList.compactMap { $0["new"]?.intValue }
+        }
+        #expect(seen == Array(1...6))
+    }
+
     /// Instances that start together on a fresh database apply each
     /// migration once, under the advisory lock.
     @Test func instancesStartingTogetherMigrateOnce() throws {
@@ -366,8 +382,10 @@ import TestSupport
         try waitUntil(timeout: 30) { late.withLock { $0 } != nil }
         let lateServer = try #require(late.withLock { $0 }).get()
         for client in clients + [lateServer.client] {
-            let orders = try client.get("/truck/orders").json["orders"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
-            #expect(Set(acknowledged).isSubset(of: Set(orders)))
+            let listed = try client.get("/truck/orders")
+            #expect(listed.status == 200, "\(client.port): \(listed.status) \(listed.text)")
+            let orders = listed.json["orders"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            #expect(Set(acknowledged).isSubset(of: Set(orders)), "\(client.port) misses \(Set(acknowledged).subtracting(orders)); logs: \((servers + [lateServer]).map { $0.log.suffix(3000) })")
             #expect(orders.count == acknowledged.count)
         }
     }

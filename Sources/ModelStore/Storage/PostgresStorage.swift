@@ -73,12 +73,13 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         writerConnection?.close()
         writerConnection = nil
         sql.removeAll()
-        let connection = try writerBackoff.attempt { try Connection(url: url) }
+        let connection = try writerBackoff.withLock { try $0.attempt { try Connection(url: url) } }
         writerConnection = connection
         return connection
     }
 
-    private var writerBackoff = Backoff()
+    /// Locked: the listener clears it when it finds the database back.
+    private let writerBackoff = Locked(Backoff())
 
     /// Connecting again after a failure waits 50 ms, doubling up to 2 s:
     /// meanwhile the callers are answered at once (503) rather than each
@@ -107,20 +108,32 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     /// Runs `body` on the writer, turning a lost connection into `.busy`
     /// (503 with `Retry-After`) and closing it so the next use reconnects.
     @discardableResult
+    ///
+    /// Outside a transaction, a connection found lost (the database
+    /// restarted since its last use) is opened again and `body` tried once
+    /// more on it: nothing was done on the lost one.
     private func run<T>(_ body: (Connection) throws -> T) throws -> T {
-        let connection = try writer()
-        do {
-            return try body(connection)
-        } catch let error as PostgresError {
-            // A failed statement spoils the whole transaction: counted as a
-            // change, so that the writes grouped with it are tried alone.
-            if inOrderedTransaction { rowsChanged += 1 }
-            guard error.connectionLost || !connection.isOpen else { throw error }
-            connection.close()
-            writerConnection = nil
-            throw Self.unreachable(error)
+        while true {
+            let reused = writerConnection?.isOpen == true
+            let connection = try writer()
+            do {
+                return try body(connection)
+            } catch let error as PostgresError {
+                // A failed statement spoils the whole transaction: counted as a
+                // change, so that the writes grouped with it are tried alone.
+                if inOrderedTransaction { rowsChanged += 1 }
+                guard error.connectionLost || !connection.isOpen else { throw error }
+                connection.close()
+                writerConnection = nil
+                guard reused && !inTransaction else { throw Self.unreachable(error) }
+            }
         }
     }
+
+    /// Inside a transaction (ordered, or `consistently`'s): a lost
+    /// connection loses it, and is not tried again.
+    private var inTransaction: Bool { inOrderedTransaction || inSnapshot }
+    private var inSnapshot = false
 
     private func query(_ sql: String, _ parameters: [String?] = []) throws -> Rows {
         try run { try $0.query(sql, parameters) }
@@ -455,10 +468,10 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
             do {
                 try connection.query("DELETE FROM changes WHERE seq <= $1", [String(seq)])
                 if !used.isEmpty {
-                    // Several instances save uses: the latest one stays.
+                    // Several instances save uses and cursors: the latest stays.
                     try connection.query(
                         """
-                        UPDATE observers AS o SET cursor = u.cursor, last_used = GREATEST(o.last_used, u.last_used)
+                        UPDATE observers AS o SET cursor = GREATEST(o.cursor, u.cursor), last_used = GREATEST(o.last_used, u.last_used)
                         FROM unnest($1::text[], $2::bigint[], $3::float8[]) AS u (id, cursor, last_used)
                         WHERE o.id = u.id
                         """,
@@ -495,26 +508,49 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     // MARK: - The journal
 
     func journal(after version: Int64) throws -> [JournalEntry]? {
+        // One statement, so one snapshot: the newest version and the
+        // entries after `version` agree.
         let rows = try query(
-            "SELECT version, kind, tbl, id, parent, first, last, body FROM observable_journal WHERE version > $1 ORDER BY version, ordinal",
+            """
+            SELECT c.version, j.version, j.kind, j.tbl, j.id, j.parent, j.first, j.last, j.body
+            FROM observable_clock c LEFT JOIN observable_journal j ON j.version > $1
+            WHERE c.id = 1 ORDER BY j.version, j.ordinal
+            """,
             [String(version)])
         var entries: [JournalEntry] = []
         entries.reserveCapacity(rows.count)
-        for row in 0..<rows.count {
-            guard let kind = JournalEntry.Kind(rawValue: rows.string(row, 1) ?? "") else { continue }
-            var entry = JournalEntry(version: rows.int64(row, 0) ?? 0, kind: kind)
-            entry.table = Int(rows.int64(row, 2) ?? -1)
-            entry.id = rows.string(row, 3) ?? ""
-            entry.parent = rows.string(row, 4)
-            entry.first = rows.int64(row, 5) ?? 0
-            entry.last = rows.int64(row, 6) ?? 0
-            entry.body = rows.string(row, 7)
+        let newest = rows.count > 0 ? rows.int64(0, 0) ?? 0 : 0
+        for row in 0..<rows.count where !rows.isNull(row, 1) {
+            guard let kind = JournalEntry.Kind(rawValue: rows.string(row, 2) ?? "") else { continue }
+            var entry = JournalEntry(version: rows.int64(row, 1) ?? 0, kind: kind)
+            entry.table = Int(rows.int64(row, 3) ?? -1)
+            entry.id = rows.string(row, 4) ?? ""
+            entry.parent = rows.string(row, 5)
+            entry.first = rows.int64(row, 6) ?? 0
+            entry.last = rows.int64(row, 7) ?? 0
+            entry.body = rows.string(row, 8)
             entries.append(entry)
         }
         // Versions are consecutive: a gap after `version` was pruned.
         if let first = entries.first, first.version != version + 1 { return nil }
-        if entries.isEmpty, try lastVersion() > version { return nil }
+        if entries.isEmpty && newest > version { return nil }
         return entries
+    }
+
+    func consistently<T>(_ body: () throws -> T) throws -> T {
+        // An ordered transaction holds the lock every change takes: nothing moves.
+        if inOrderedTransaction { return try body() }
+        try run { try $0.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
+        inSnapshot = true
+        defer { inSnapshot = false }
+        do {
+            let result = try body()
+            try run { try $0.execute("COMMIT") }
+            return result
+        } catch {
+            if let connection = writerConnection, connection.isOpen { try? connection.execute("ROLLBACK") }
+            throw error
+        }
     }
 
     func newestVersion() throws -> Int64 {
@@ -522,19 +558,24 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     /// Runs `body` on the probe connection, opened (again) when needed.
+    /// As with the writer, a connection found lost is opened again and
+    /// `body` tried once more.
     private func probing<T>(_ body: (Connection) throws -> T) throws -> T {
         try probe.withLock { probe in
-            if probe.connection?.isOpen != true {
-                probe.connection?.close()
-                probe.connection = nil
-                probe.connection = try probe.backoff.attempt { try Connection(url: url) }
-            }
-            do {
-                return try body(probe.connection!)
-            } catch {
-                probe.connection?.close()
-                probe.connection = nil
-                throw Self.unreachable(error)
+            while true {
+                let reused = probe.connection?.isOpen == true
+                if !reused {
+                    probe.connection?.close()
+                    probe.connection = nil
+                    probe.connection = try probe.backoff.attempt { try Connection(url: url) }
+                }
+                do {
+                    return try body(probe.connection!)
+                } catch {
+                    probe.connection?.close()
+                    probe.connection = nil
+                    guard reused, (error as? PostgresError)?.connectionLost == true else { throw Self.unreachable(error) }
+                }
             }
         }
     }
@@ -546,6 +587,9 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
                     let opened = try Connection(url: url)
                     try opened.execute("LISTEN \(Self.channel); LISTEN \(Self.parkedChannel)")
                     connection = opened
+                    // The database is back: the others need not wait out their backoff.
+                    writerBackoff.withLock { $0 = Backoff() }
+                    probe.withLock { $0.backoff = Backoff() }
                 }
                 let found = try connection!.notifications(waiting: timeout)
                 var newest: Int64?
@@ -565,6 +609,14 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
                 throw Self.unreachable(error)
             }
         }
+    }
+
+    func savedCursor(of id: String) throws -> Int64? {
+        try probing { try $0.query("SELECT cursor FROM observers WHERE id = $1", [id]).int64(0, 0) }
+    }
+
+    func saveCursor(_ cursor: Int64, of id: String) throws {
+        try probing { try $0.query("UPDATE observers SET cursor = GREATEST(cursor, $2) WHERE id = $1", [id, String(cursor)]) }
     }
 
     func announceParked(instance: String, observer: String) throws {
