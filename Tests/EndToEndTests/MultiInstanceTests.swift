@@ -172,6 +172,38 @@ import TestSupport
         #expect(seen == Array(1...6))
     }
 
+    /// An instance cut off for longer than the journal is kept loads
+    /// everything again: its reads then show what it missed, and a poll
+    /// parked on it meanwhile is asked again.
+    @Test func anInstanceThatMissedPrunedJournalLoadsEverythingAgain() throws {
+        let url = try TestPostgres.freshDatabaseURL()
+        let servers = try Self.cluster(2, database: url)
+        let (a, b) = (servers[0].client, servers[1].client)
+        let observer = try a.observer()
+        let cursor = try #require(try b.get("/truck/orderCount", observer: observer).cursor)
+        let parked = Locked<TestResponse?>(nil)
+        Thread {
+            let response = try? b.changes(observer, since: cursor, timeout: 30)
+            parked.withLock { $0 = response }
+        }.start()
+        try waitUntil(timeout: 10) { (try? b.get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
+        // B is cut off (stopped) while A writes and the journal is pruned.
+        kill(servers[1].process.processIdentifier, SIGSTOP)
+        for _ in 0..<3 { #expect(try a.post("/truck/orders", Self.order).status == 201) }
+        let created = try a.post("/truck/donuts", ["name": "Cruller"])
+        let donut = try #require(created.json["id"]?.stringValue)
+        _ = try PostgresConnection(url: url).integer("WITH gone AS (DELETE FROM observable_journal RETURNING 1) SELECT COUNT(*) FROM gone")
+        kill(servers[1].process.processIdentifier, SIGCONT)
+        #expect(try b.get("/truck/orderCount").json["orderCount"] == 3)
+        #expect(try b.get("/truck/donuts/\(donut)").json["name"] == "Cruller")
+        try waitUntil(timeout: 10) { parked.withLock { $0 } != nil }
+        #expect(parked.withLock { $0 }?.json.changeList.last?["new"] == 3)
+        #expect(servers[1].log.contains("loading everything again"))
+        // And it follows the others again from there.
+        _ = try a.post("/truck/orders", Self.order)
+        #expect(try b.get("/truck/orderCount").json["orderCount"] == 4)
+    }
+
     /// Instances that start together on a fresh database apply each
     /// migration once, under the advisory lock.
     @Test func instancesStartingTogetherMigrateOnce() throws {
