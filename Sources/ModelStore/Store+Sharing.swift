@@ -47,6 +47,8 @@ extension Store {
     /// when nil), then wakes the observers it reaches.
     func follow(to newest: Int64?) throws {
         guard let shared else { return }
+        // This instance's own commits are announced to it too: nothing to do.
+        if let newest, newest <= appliedVersion.withLock({ $0 }) { return }
         var woken: [(observer: String, waiter: any ChangeWaiter)] = []
         try writer.withLock { _ in try catchUp(shared, to: newest, woken: &woken) }
         if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
