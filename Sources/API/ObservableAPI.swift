@@ -57,11 +57,40 @@ public final class ObservableAPI: Sendable {
     /// Answers a `GET` with `representation`: `ETag`, `Observation-Cursor`,
     /// `If-None-Match`, and the reads tracked for the request's observer
     /// (none for a `HEAD`).
-    func read(_ context: RouteContext, fields allowed: [String], _ render: (ModelState, FieldSelection) throws -> Representation) throws -> Reply {
+    ///
+    /// On a shared database the read first waits, its connection suspended
+    /// rather than its worker thread, for the state to reflect every commit
+    /// made through any instance before it began: one question to the
+    /// database serves all the reads waiting at that moment.
+    func read(_ context: RouteContext, fields allowed: [String],
+              _ render: @escaping @Sendable (ModelState, FieldSelection) throws -> Representation) throws -> Reply
+    {
+        guard store.isShared, let suspended = context.connection.suspend() else {
+            try store.synchronize()
+            return try readNow(context, fields: allowed, render)
+        }
+        store.whenSynchronized { [self] synchronized in
+            var response: HTTPResponse
+            do {
+                try synchronized.get()
+                guard case .response(let answer) = try readNow(context, fields: allowed, render) else { return }
+                response = answer
+            } catch {
+                response = APIError.response(for: error)
+            }
+            for header in context.corsHeaders { response.setHeader(header.name, header.value) }
+            metrics.recordRequest(route: context.route, status: response.status)
+            suspended.answer(response)
+        }
+        return .parked
+    }
+
+    /// `read`, on the state as it is now.
+    private func readNow(_ context: RouteContext, fields allowed: [String],
+                         _ render: (ModelState, FieldSelection) throws -> Representation) throws -> Reply
+    {
         let request = context.request
         let observer = request.header("Observer") ?? request.query["observer"]
-        // Behind a load balancer: every write acknowledged anywhere shows.
-        try store.synchronize()
         if let observer, store.registry.withLock({ $0.observer(observer) }) == nil {
             throw APIError(404, "no observer \(observer); create one with POST /observers")
         }

@@ -43,6 +43,40 @@ extension Store {
         }
     }
 
+    /// Calls `then` once the state reflects every commit made, through any
+    /// instance, before this call (as `synchronize`), on the thread that
+    /// asks the database: the callers waiting while it asks are served by
+    /// its next question, all together. At once on a database of one's own.
+    public func whenSynchronized(_ then: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        guard shared != nil, let thread = synchronizer.withLock({ $0 }) else {
+            then(Result { try synchronize() })
+            return
+        }
+        waitingForSync.withLock { $0.append(then) }
+        thread.wake()
+    }
+
+    /// Starts the thread that answers `whenSynchronized`.
+    func startSynchronizing() {
+        let thread = ServiceThread.start(name: "observable.sync") { [weak self] thread in
+            while true {
+                guard let self else { return }
+                let waiting = self.waitingForSync.withLock { waiting in
+                    defer { waiting.removeAll(keepingCapacity: true) }
+                    return waiting
+                }
+                guard !waiting.isEmpty else {
+                    if thread.isStopping { return }
+                    if thread.sleep(seconds: 3600) { continue }
+                    continue
+                }
+                let result = Result { try self.synchronize() }
+                for then in waiting { then(result) }
+            }
+        }
+        synchronizer.withLock { $0 = thread }
+    }
+
     /// Applies what other instances committed through `newest` (all of it
     /// when nil), then wakes the observers it reaches.
     func follow(to newest: Int64?) throws {
@@ -175,6 +209,7 @@ extension Store {
             }
         }
         follower.withLock { $0 = thread }
+        startSynchronizing()
     }
 
     /// Announces a poll of `observer` parked on this instance, so that one

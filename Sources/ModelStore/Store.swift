@@ -46,6 +46,10 @@ public final class Store: Sendable {
     let freshness = SharedRound()
     /// Follows the other instances' commits (shared storage only).
     let follower = Locked<ServiceThread?>(nil)
+    /// Reads waiting for the state to catch up (`whenSynchronized`), and the
+    /// thread that serves them.
+    let waitingForSync = Locked<[@Sendable (Result<Void, any Error>) -> Void]>([])
+    let synchronizer = Locked<ServiceThread?>(nil)
     /// This instance among those sharing the database.
     let instance = Identifier.make()
     /// Answers parked polls that gave way to one parked elsewhere.
@@ -364,6 +368,7 @@ public final class Store: Sendable {
         // Unbounded: an acknowledged write must not be cut off by closing.
         committer.withLock { $0 }?.join()
         follower.withLock { $0 }?.stop()
+        synchronizer.withLock { $0 }?.stop()
         maintain()
         writer.withLock { $0.close() }
     }
