@@ -78,15 +78,25 @@ final class ChangeFeed: Sendable {
         let (result, displaced) = registry.withLock {
             $0.poll(observer, since: since, limit: limit, coalesce: coalesce, now: ServerClock.wallSeconds, park: park)
         }
-        if let displaced = displaced as? ParkedPoll, let connection = displaced.connection {
-            // One parked poll per observer: the newer one takes the place.
-            let cursor = displaced.since ?? registry.withLock { $0.observer(observer)?.cursor ?? $0.lastSeq }
-            resume([(connection, displaced.finish(Self.feedResponse([], cursor: cursor)))])
-        }
+        if let displaced { giveWay([(observer, displaced)]) }
         switch result {
-        case .parked: return .parked
+        case .parked:
+            store.announceParked(observer)
+            return .parked
         default: return .response(Self.response(for: result))
         }
+    }
+
+    /// Answers parked polls that gave way to a newer poll of their observer
+    /// (one parked poll per observer): with no changes, at their cursor.
+    func giveWay(_ displaced: [(observer: String, waiter: any ChangeWaiter)]) {
+        var answers: [(ParkedConnection, HTTPResponse)] = []
+        for (observer, waiter) in displaced {
+            guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { continue }
+            let cursor = poll.since ?? registry.withLock { $0.observer(observer)?.cursor ?? $0.lastSeq }
+            answers.append((connection, poll.finish(Self.feedResponse([], cursor: cursor))))
+        }
+        resume(answers)
     }
 
     /// Answers the parked polls of observers that have something new, and

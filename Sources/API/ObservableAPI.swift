@@ -33,6 +33,7 @@ public final class ObservableAPI: Sendable {
         self.daemonGauges = daemonGauges
         // Weak: the feed holds the store.
         store.onWake { [weak feed] woken in feed?.wake(woken) }
+        store.onDisplaced { [weak feed] displaced in feed?.giveWay(displaced) }
     }
 
     /// Lets the change feed resume the connections it parks on `daemon`.

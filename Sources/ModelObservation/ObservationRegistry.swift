@@ -359,6 +359,11 @@ public struct ObservationRegistry: Sendable {
         return (.changes(found, cursor: cursor), nil)
     }
 
+    /// Removes and returns observer `id`'s parked waiter, if any.
+    public mutating func takeWaiter(of id: String) -> (any ChangeWaiter)? {
+        s.waiters.removeValue(forKey: id)
+    }
+
     /// Removes `waiter` if it is still observer `id`'s waiter.
     public mutating func withdraw(_ waiter: any ChangeWaiter, of id: String) {
         if let current = s.waiters[id], current === waiter { s.waiters[id] = nil }

@@ -56,7 +56,7 @@ extension Store {
                 // Stored outside the registry's lock, before they take effect.
                 if !added.isEmpty {
                     let reads = added.map { (id, $0.0, $0.1) }
-                    if let shared = storage as? any SharedStorage {
+                    if let shared {
                         // Inside the ordered transaction: the others replay the read itself.
                         try shared.addReads(reads)
                         shared.journalTrack(observer: id, keys: keys, seq: seq)

@@ -57,7 +57,7 @@ extension Store {
     func exclusive<T>(_ body: (any ModelStorage) throws -> T) throws -> T {
         var woken: [(observer: String, waiter: any ChangeWaiter)] = []
         let result = try writer.withLock { storage -> T in
-            guard let shared = storage as? any SharedStorage else { return try body(storage) }
+            guard let shared else { return try body(storage) }
             let newest = try shared.beginOrdered()
             do {
                 try catchUp(shared, to: newest, woken: &woken)
@@ -154,13 +154,14 @@ extension Store {
             while !thread.isStopping {
                 guard let self, let shared = self.shared else { return }
                 do {
-                    let announced = try shared.awaitAnnouncement(timeout: 0.25)
+                    let (announced, parked) = try shared.awaitAnnouncement(timeout: 0.25)
                     // After (re)connecting the listener, announcements made
                     // before it listened are caught up from the journal.
                     if announced != nil || !caughtUp {
                         try self.follow(to: caughtUp ? announced : nil)
                         caughtUp = true
                     }
+                    self.giveWay(parked)
                     backoff = 0.05
                 } catch {
                     if caughtUp { self.logger.warning("lost the shared database: \(error)") }
@@ -171,6 +172,34 @@ extension Store {
             }
         }
         follower.withLock { $0 = thread }
+    }
+
+    /// Announces a poll of `observer` parked on this instance, so that one
+    /// parked on another gives way (one parked poll per observer, as on
+    /// one server). Nothing to do on a database of one's own.
+    public func announceParked(_ observer: String) {
+        guard let shared else { return }
+        do {
+            try shared.announceParked(instance: instance, observer: observer)
+        } catch {
+            logger.warning("could not announce a parked poll: \(error)")
+        }
+    }
+
+    /// Answers this instance's parked polls of observers parked anew elsewhere.
+    private func giveWay(_ parked: [(instance: String, observer: String)]) {
+        var displaced: [(observer: String, waiter: any ChangeWaiter)] = []
+        registry.withLock { registry in
+            for (other, observer) in parked where other != instance {
+                if let waiter = registry.takeWaiter(of: observer) { displaced.append((observer, waiter)) }
+            }
+        }
+        if !displaced.isEmpty, let handler = displacedHandler.withLock({ $0 }) { handler(displaced) }
+    }
+
+    /// Sets who answers parked polls that gave way to a poll parked on another instance.
+    public func onDisplaced(_ handler: @escaping Wake) {
+        displacedHandler.withLock { $0 = handler }
     }
 
     /// Whether the shared database answers now (always true for SQLite).

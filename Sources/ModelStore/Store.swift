@@ -46,6 +46,10 @@ public final class Store: Sendable {
     let freshness = SharedRound()
     /// Follows the other instances' commits (shared storage only).
     let follower = Locked<ServiceThread?>(nil)
+    /// This instance among those sharing the database.
+    let instance = Identifier.make()
+    /// Answers parked polls that gave way to one parked elsewhere.
+    let displacedHandler = Locked<Wake?>(nil)
     /// What reads see: replaced whole after each commit, so that a read
     /// takes one reference rather than one per model.
     let current: Locked<Snapshot>
@@ -63,7 +67,7 @@ public final class Store: Sendable {
         let storage: any ModelStorage
         switch try Engine(configuration.database) {
         case .sqlite(let path): storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
-        case .postgres(let url): storage = try PostgresStorage(url: url)
+        case .postgres(let url): storage = try PostgresStorage(url: url, logger: logger)
         }
         try self.init(storage: storage, configuration: configuration, catalog: catalog, logger: logger)
     }
@@ -223,7 +227,7 @@ public final class Store: Sendable {
         var writes: Int64 = 0
         var state: ModelState
         do {
-            if let shared = storage as? any SharedStorage {
+            if let shared {
                 // Decided on the current state: what other instances
                 // committed before this transaction took the order first.
                 let newest = try shared.beginOrdered()
@@ -274,7 +278,7 @@ public final class Store: Sendable {
         woken += registry.withLock { $0.publish(committed) }
         let next = Snapshot(state)
         current.withLock { $0 = next }
-        if let shared = storage as? any SharedStorage {
+        if let shared {
             let version = shared.committedVersion
             appliedVersion.withLock { $0 = max($0, version) }
         }

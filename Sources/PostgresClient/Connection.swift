@@ -60,12 +60,19 @@ public final class Connection: @unchecked Sendable {
         return handle
     }
 
-    /// Runs one or more statements without parameters (a migration, `BEGIN`).
-    public func execute(_ sql: String) throws(PostgresError) {
+    /// Runs one or more statements without parameters (a migration, `BEGIN`)
+    /// in one round trip; returns the rows of the last.
+    @discardableResult
+    public func execute(_ sql: String) throws(PostgresError) -> Rows {
         let handle = try open()
         let result = PQexec(handle, sql)
-        defer { PQclear(result) }
-        try check(result, handle, sql: sql)
+        do {
+            try check(result, handle, sql: sql)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        return Rows(result!)
     }
 
     /// Runs `sql` with `$1`, `$2`… bound to `parameters` (text; nil is

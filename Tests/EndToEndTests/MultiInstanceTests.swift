@@ -61,13 +61,44 @@ import TestSupport
         #expect(try clients[2].patch("/truck/donuts/\(Seed.maple)", ["name": "Lost update"], headers: ["If-Match": etag]).status == 412)
         // Deleted through C: its poll parked on A is answered 404 at once.
         let answer = Locked<TestResponse?>(nil)
-        let poller = Thread { answer.withLock { $0 = try? clients[0].changes(observer, since: changes["cursor"]?.intValue ?? 0, timeout: 30) } }
+        let poller = Thread {
+            let response = try? clients[0].changes(observer, since: changes["cursor"]?.intValue ?? 0, timeout: 30)
+            answer.withLock { $0 = response }
+        }
         poller.start()
         try waitUntil(timeout: 10) { (try? clients[0].get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
         #expect(try clients[2].delete("/observers/\(observer)").status == 204)
         try waitUntil(timeout: 5) { answer.withLock { $0 } != nil }
         #expect(answer.withLock { $0 }?.status == 404)
         #expect(try clients[1].get("/observers/\(observer)").status == 404)
+    }
+
+    /// One parked poll per observer, as on one server: a poll parked
+    /// through B answers the one parked on A, with no changes at its cursor.
+    @Test func aPollParkedOnOneInstanceGivesWayToOneParkedOnAnother() throws {
+        let servers = try Self.cluster(2)
+        let (a, b) = (servers[0].client, servers[1].client)
+        let observer = try a.observer()
+        let cursor = try #require(try a.get("/truck/orderCount", observer: observer).cursor)
+        let first = Locked<TestResponse?>(nil), second = Locked<TestResponse?>(nil)
+        Thread {
+            let response = try? a.changes(observer, since: cursor, timeout: 30)
+            first.withLock { $0 = response }
+        }.start()
+        try waitUntil(timeout: 10) { (try? a.get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
+        Thread {
+            let response = try? b.changes(observer, since: cursor, timeout: 30)
+            second.withLock { $0 = response }
+        }.start()
+        try waitUntil(timeout: 10) { first.withLock { $0 } != nil }
+        let answer = try #require(first.withLock { $0 })
+        #expect(answer.status == 200)
+        #expect(answer.json.changeList.isEmpty)
+        #expect(answer.json["cursor"] == .int(cursor))
+        // The newer one, parked on B, gets the change.
+        _ = try a.post("/truck/orders", Self.order)
+        try waitUntil(timeout: 10) { second.withLock { $0 } != nil }
+        #expect(second.withLock { $0 }?.json.changeList.map { $0["path"] } == ["/truck/orderCount"])
     }
 
     /// A randomized check: one client hops between the instances at random
@@ -132,7 +163,10 @@ import TestSupport
         let folder = temporaryFolder()
         let starters = (0..<3).map { _ in
             let server = Locked<Result<ServerProcess, any Error>?>(nil)
-            let thread = Thread { server.withLock { $0 = Result { try ServerProcess(folder: folder, database: url) } } }
+            let thread = Thread {
+                let started = Result { try ServerProcess(folder: folder, database: url) }
+                server.withLock { $0 = started }
+            }
             thread.start()
             return server
         }
@@ -167,7 +201,7 @@ import TestSupport
             if !killed && progress.count >= 10 {
                 // The instance that holds the jobs' claim is killed.
                 let holder = try #require(try PostgresConnection(url: url).text(
-                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'observable-server jobs %'"))
+                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database() AND a.application_name LIKE 'observable-server jobs %'"))
                 let pid = try #require(Int32(holder.split(separator: " ").last ?? ""))
                 let server = try #require(servers.first { $0.process.processIdentifier == pid })
                 server.stop(signal: SIGKILL)
@@ -297,7 +331,10 @@ import TestSupport
         let cursor = try #require(try clients[1].get("/truck/orderCount", observer: observer).cursor)
         // A poll parked on C before the outage, answered after it.
         let parked = Locked<TestResponse?>(nil)
-        Thread { parked.withLock { $0 = try? clients[2].changes(observer, since: cursor, timeout: 50) } }.start()
+        Thread {
+            let response = try? clients[2].changes(observer, since: cursor, timeout: 50)
+            parked.withLock { $0 = response }
+        }.start()
         try waitUntil(timeout: 10) { (try? clients[2].get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
         try database.stop()
         // While it is down: probes and writes are 503, writes with Retry-After.
@@ -309,7 +346,14 @@ import TestSupport
             #expect(write.header("Content-Type") == "application/problem+json")
         }
         let storm = Storm(ports: ports)
+        // An instance started while the database is down waits for it.
+        let late = Locked<Result<ServerProcess, any Error>?>(nil)
+        Thread {
+            let started = Result { try ServerProcess(folder: temporaryFolder(), database: url) }
+            late.withLock { $0 = started }
+        }.start()
         Thread.sleep(forTimeInterval: 0.5)
+        #expect(late.withLock { $0 } == nil)
         try database.start()
         for client in clients { try waitUntil(timeout: 30) { (try? client.get("/healthz").status) == 200 } }
         try waitUntil(timeout: 30) { storm.acknowledged.withLock { $0.count } >= 100 }
@@ -319,7 +363,9 @@ import TestSupport
         #expect(answer.status == 200)
         #expect(answer.json.changeList.first?["path"] == "/truck/orderCount")
         let acknowledged = storm.acknowledged.withLock { $0 }
-        for client in clients {
+        try waitUntil(timeout: 30) { late.withLock { $0 } != nil }
+        let lateServer = try #require(late.withLock { $0 }).get()
+        for client in clients + [lateServer.client] {
             let orders = try client.get("/truck/orders").json["orders"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
             #expect(Set(acknowledged).isSubset(of: Set(orders)))
             #expect(orders.count == acknowledged.count)

@@ -1,5 +1,6 @@
 import Concurrency
 import JSON
+import Logging
 import ModelObservation
 import PostgresClient
 import SQLiteStore
@@ -21,19 +22,21 @@ import Glibc
 /// claims (advisory locks). A lost connection is opened again on next use.
 final class PostgresStorage: SharedStorage, @unchecked Sendable {
     static let channel = "observable_commits"
+    static let parkedChannel = "observable_parked"
     /// The advisory lock that migrations run under.
     static let migrationLock: Int64 = 0x6f62_7365_7276_0001
 
     let url: String
     private var writerConnection: Connection?
-    private let probe = Locked<Connection?>(nil)
+    private let probe = Locked<(connection: Connection?, backoff: Backoff)>((nil, Backoff()))
     private let listener = Locked<Connection?>(nil)
     /// Per claimed work, the connection that holds (or asks for) its advisory lock.
     private let claims = Locked<[String: (connection: Connection, isHeld: Bool)]>([:])
     private var statements: [TableSQL?] = []
     /// The journal of the ordered transaction under way.
     private var pending: [JournalEntry] = []
-    private var pendingSeqs: (first: Int64, last: Int64)?
+    /// The changes of the ordered transaction under way, written at commit.
+    private var pendingChanges: [Change] = []
     private var inOrderedTransaction = false
     private var orderedVersion: Int64 = 0
     private var orderedSeq: Int64 = 0
@@ -47,16 +50,23 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         let delete: String
     }
 
-    init(url: String) throws {
+    /// Connects to `url`, trying again with backoff for up to `patience`
+    /// seconds while the database cannot be reached (it may be starting
+    /// beside this instance).
+    init(url: String, patience: Double = 30, logger: Logger? = nil) throws {
         self.url = url
-        writerConnection = try Self.connect(url)
-    }
-
-    private static func connect(_ url: String) throws -> Connection {
-        do {
-            return try Connection(url: url)
-        } catch {
-            throw Self.unreachable(error)
+        let deadline = ServerClock.wallSeconds + patience
+        var delay = 0.1
+        while true {
+            do {
+                writerConnection = try Connection(url: url)
+                return
+            } catch {
+                guard ServerClock.wallSeconds + delay < deadline else { throw Self.unreachable(error) }
+                logger?.warning("waiting for the database: \(error)")
+                usleep(UInt32(delay * 1_000_000))
+                delay = min(delay * 2, 2)
+            }
         }
     }
 
@@ -70,9 +80,35 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         writerConnection?.close()
         writerConnection = nil
         statements.removeAll()
-        let connection = try Self.connect(url)
+        let connection = try writerBackoff.attempt { try Connection(url: url) }
         writerConnection = connection
         return connection
+    }
+
+    private var writerBackoff = Backoff()
+
+    /// Connecting again after a failure waits 50 ms, doubling up to 2 s:
+    /// meanwhile the callers are answered at once (503) rather than each
+    /// waiting for a connection that cannot be made.
+    struct Backoff {
+        private var delay = 0.0
+        private var notBefore = 0.0
+
+        mutating func attempt<T>(_ connect: () throws -> T) throws -> T {
+            let now = ServerClock.wallSeconds
+            guard now >= notBefore else {
+                throw ModelError(.busy, "The database cannot be reached; retry shortly.")
+            }
+            do {
+                let result = try connect()
+                delay = 0
+                return result
+            } catch {
+                delay = min(max(delay * 2, 0.05), 2)
+                notBefore = now + delay
+                throw PostgresStorage.unreachable(error)
+            }
+        }
     }
 
     /// Runs `body` on the writer, turning a lost connection into `.busy`
@@ -272,33 +308,45 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
 
     func beginOrdered() throws -> Int64 {
         try run { connection in
-            try connection.execute("BEGIN")
-            do {
-                let rows = try connection.query("SELECT seq, version FROM observable_clock WHERE id = 1 FOR UPDATE")
-                orderedSeq = rows.int64(0, 0) ?? 0
-                orderedVersion = rows.int64(0, 1) ?? 0
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
-            }
+            // One round trip: the transaction and the lock that orders it.
+            let rows = try connection.execute("BEGIN; SELECT seq, version FROM observable_clock WHERE id = 1 FOR UPDATE")
+            orderedSeq = rows.int64(0, 0) ?? 0
+            orderedVersion = rows.int64(0, 1) ?? 0
         }
         inOrderedTransaction = true
         pending.removeAll(keepingCapacity: true)
-        pendingSeqs = nil
+        pendingChanges.removeAll(keepingCapacity: true)
         return orderedVersion
     }
+
+    /// What an ordered transaction leaves, in one statement: its changes,
+    /// its journal, the clock moved on, and the announcement.
+    static let finish = """
+        WITH appended AS (
+            INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads)
+            SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+        ), journaled AS (
+            INSERT INTO observable_journal (version, ordinal, kind, tbl, id, parent, first, last, body)
+            SELECT $9::bigint, e.ordinal - 1, e.kind, e.tbl, e.id, e.parent, e.first, e.last, e.body
+            FROM unnest($10::text[], $11::int[], $12::text[], $13::text[], $14::bigint[], $15::bigint[], $16::text[])
+                WITH ORDINALITY AS e (kind, tbl, id, parent, first, last, body, ordinal)
+        ), moved AS (
+            UPDATE observable_clock SET seq = $17::bigint, version = $9::bigint WHERE id = 1
+        )
+        SELECT pg_notify($18, $9::text)
+        """
 
     func commit() throws {
         defer {
             inOrderedTransaction = false
             pending.removeAll(keepingCapacity: true)
-            pendingSeqs = nil
+            pendingChanges.removeAll(keepingCapacity: true)
         }
         try run { connection in
-            if let seqs = pendingSeqs {
+            if let first = pendingChanges.first, let last = pendingChanges.last {
                 var entry = JournalEntry(version: 0, kind: .changes)
-                entry.first = seqs.first
-                entry.last = seqs.last
+                entry.first = first.seq
+                entry.last = last.seq
                 pending.append(entry)
             }
             guard !pending.isEmpty else {
@@ -306,15 +354,21 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
                 return
             }
             let version = orderedVersion + 1
-            for (ordinal, entry) in pending.enumerated() {
-                try connection.query(
-                    "INSERT INTO observable_journal (version, ordinal, kind, tbl, id, parent, first, last, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    [String(version), String(ordinal), entry.kind.rawValue, String(entry.table), entry.id, entry.parent,
-                     String(entry.first), String(entry.last), entry.body])
-            }
-            try connection.query("UPDATE observable_clock SET seq = $1, version = $2 WHERE id = 1",
-                                 [String(pendingSeqs?.last ?? orderedSeq), String(version)])
-            try connection.query("SELECT pg_notify($1, $2)", [Self.channel, String(version)])
+            let changes = pendingChanges
+            try connection.query(Self.finish, [
+                Self.array(changes.map { String($0.seq) }), Self.array(changes.map { String($0.transaction) }),
+                Self.array(changes.map(\.path)), Self.array(changes.map(\.operation.rawValue)),
+                Self.array(changes.map(\.old)), Self.array(changes.map(\.new)),
+                Self.array(changes.map { $0.keys.map(\.path).joined(separator: "\n") }),
+                Self.array(changes.map { $0.impliedReads.map(\.path).joined(separator: "\n") }),
+                String(version),
+                Self.array(pending.map(\.kind.rawValue)), Self.array(pending.map { String($0.table) }),
+                Self.array(pending.map(\.id)), Self.array(pending.map(\.parent)),
+                Self.array(pending.map { String($0.first) }), Self.array(pending.map { String($0.last) }),
+                Self.array(pending.map(\.body)),
+                String(changes.last?.seq ?? orderedSeq),
+                Self.channel,
+            ])
             try connection.execute("COMMIT")
             committedVersion = version
         }
@@ -323,7 +377,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     func rollback() {
         inOrderedTransaction = false
         pending.removeAll(keepingCapacity: true)
-        pendingSeqs = nil
+        pendingChanges.removeAll(keepingCapacity: true)
         if let connection = writerConnection, connection.isOpen { try? connection.execute("ROLLBACK") }
     }
 
@@ -380,12 +434,9 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         journal(entry)
     }
 
+    /// Kept until `commit`, which writes the transaction's changes in one statement.
     func append(_ change: Change) throws {
-        try query(
-            "INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            [String(change.seq), String(change.transaction), change.path, change.operation.rawValue, change.old, change.new,
-             change.keys.map(\.path).joined(separator: "\n"), change.impliedReads.map(\.path).joined(separator: "\n")])
-        pendingSeqs = (pendingSeqs?.first ?? change.seq, change.seq)
+        pendingChanges.append(change)
     }
 
     func addReads(_ reads: [(observer: String, key: PropertyKey, seq: Int64)]) throws {
@@ -506,28 +557,47 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     func newestVersion() throws -> Int64 {
-        try probe.withLock { connection in
+        try probing { try $0.query("SELECT version FROM observable_clock WHERE id = 1").int64(0, 0) ?? 0 }
+    }
+
+    /// Runs `body` on the probe connection, opened (again) when needed.
+    private func probing<T>(_ body: (Connection) throws -> T) throws -> T {
+        try probe.withLock { probe in
+            if probe.connection?.isOpen != true {
+                probe.connection?.close()
+                probe.connection = nil
+                probe.connection = try probe.backoff.attempt { try Connection(url: url) }
+            }
             do {
-                if connection == nil || connection?.isOpen == false { connection = try Connection(url: url) }
-                return try connection!.query("SELECT version FROM observable_clock WHERE id = 1").int64(0, 0) ?? 0
+                return try body(probe.connection!)
             } catch {
-                connection?.close()
-                connection = nil
+                probe.connection?.close()
+                probe.connection = nil
                 throw Self.unreachable(error)
             }
         }
     }
 
-    func awaitAnnouncement(timeout: Double) throws -> Int64? {
+    func awaitAnnouncement(timeout: Double) throws -> (newest: Int64?, parked: [(instance: String, observer: String)]) {
         try listener.withLock { connection in
             do {
                 if connection == nil || connection?.isOpen == false {
                     let opened = try Connection(url: url)
-                    try opened.execute("LISTEN \(Self.channel)")
+                    try opened.execute("LISTEN \(Self.channel); LISTEN \(Self.parkedChannel)")
                     connection = opened
                 }
                 let found = try connection!.notifications(waiting: timeout)
-                return found.compactMap { Int64($0.payload) }.max()
+                var newest: Int64?
+                var parked: [(instance: String, observer: String)] = []
+                for (channel, payload) in found {
+                    if channel == Self.channel, let version = Int64(payload) {
+                        newest = max(newest ?? version, version)
+                    } else if channel == Self.parkedChannel {
+                        let parts = payload.split(separator: " ", maxSplits: 1)
+                        if parts.count == 2 { parked.append((String(parts[0]), String(parts[1]))) }
+                    }
+                }
+                return (newest, parked)
             } catch {
                 connection?.close()
                 connection = nil
@@ -536,8 +606,9 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
-    /// Whether the listener is connected (announcements may have been missed while it was not).
-    var isListening: Bool { listener.withLock { $0?.isOpen ?? false } }
+    func announceParked(instance: String, observer: String) throws {
+        try probing { try $0.query("SELECT pg_notify($1, $2)", [Self.parkedChannel, instance + " " + observer]) }
+    }
 
     func claim(_ work: String) throws -> Bool {
         try claims.withLock { claims in
@@ -583,7 +654,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     func close() {
         writerConnection?.close()
         writerConnection = nil
-        probe.withLock { $0?.close(); $0 = nil }
+        probe.withLock { $0.connection?.close(); $0.connection = nil }
         listener.withLock { $0?.close(); $0 = nil }
         claims.withLock { claims in
             for (_, held) in claims { held.connection.close() }
@@ -614,11 +685,15 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
-    /// A PostgreSQL array literal of `values`, each quoted.
-    static func array(_ values: [String]) -> String {
+    /// A PostgreSQL array literal of `values`, each quoted (nil is NULL).
+    static func array(_ values: [String?]) -> String {
         var text = "{"
         for (index, value) in values.enumerated() {
             if index > 0 { text += "," }
+            guard let value else {
+                text += "NULL"
+                continue
+            }
             text += "\""
             for character in value {
                 if character == "\"" || character == "\\" { text.append("\\") }

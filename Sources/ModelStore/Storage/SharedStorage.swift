@@ -30,9 +30,13 @@ public protocol SharedStorage: ModelStorage, Sendable {
     func journalTrack(observer: String, keys: [PropertyKey], seq: Int64)
     /// The newest version committed, asked on a connection of its own.
     func newestVersion() throws -> Int64
-    /// Waits up to `timeout` seconds for another commit to be announced;
-    /// returns the newest version announced, if any.
-    func awaitAnnouncement(timeout: Double) throws -> Int64?
+    /// Waits up to `timeout` seconds for announcements: the newest version
+    /// committed, if any was announced, and the polls parked since, as
+    /// (instance, observer).
+    func awaitAnnouncement(timeout: Double) throws -> (newest: Int64?, parked: [(instance: String, observer: String)])
+    /// Announces that `instance` parked a poll of `observer`: a poll of it
+    /// parked on another instance gives way.
+    func announceParked(instance: String, observer: String) throws
     /// Opens the connections again after they were lost.
     func reconnect() throws
     /// Observers past their TTL (with `grace` seconds more), by the uses
