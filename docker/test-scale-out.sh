@@ -28,6 +28,7 @@ started=$(date +%s)
 LB=http://127.0.0.1:$PORT
 
 say() { printf '\n== %s (%ss)\n' "$1" "$(( $(date +%s) - started ))"; }
+note() { printf '%s (%ss)\n' "$1" "$(( $(date +%s) - started ))"; }
 fail() { echo "FAILED: $*" >&2; exit 1; }
 container() { echo "$RUN-$1"; }   # a service's container
 
@@ -178,17 +179,25 @@ start --name "$(container postgres)" --network "$NET" --network-alias postgres \
     "${env[@]}" -v "$VOLUME:/var/lib/postgresql/data" "$POSTGRES_TAG"
 mapfile -t health < "$WORK/postgres.health"
 wait_for 60 "postgres to be healthy (${health[*]})" podman exec "$(container postgres)" "${health[@]}"
-echo "postgres healthy"
+note "postgres healthy"
+# The instances reach postgres by a hosts entry rather than podman's DNS
+# (aardvark-dns): a lookup there sometimes waits 5 s for an answer while
+# containers join the network, and an instance opening its connections then
+# stalls for up to a minute, /healthz included. Docker's DNS has no such delay.
+postgres_ip=$(podman inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$(container postgres)")
 # Started together, as compose starts them: migrations run once, under a lock.
 for name in "${INSTANCES[@]}"; do
     mapfile -t env < "$WORK/$name.env"
-    start --name "$(container "$name")" --network "$NET" --network-alias "$name" "${env[@]}" "$TAG"
+    start --name "$(container "$name")" --network "$NET" --network-alias "$name" \
+        --add-host "postgres:$postgres_ip" "${env[@]}" "$TAG"
 done
 start --name "$(container balancer)" --network "$NET" --network-alias balancer \
     -p "127.0.0.1:$PORT:8080" -p "127.0.0.1:$STATS_PORT:8404" "$BALANCER_TAG"
+note "instances and balancer started"
 for name in "${INSTANCES[@]}"; do
     wait_for 60 "$name to be healthy" podman healthcheck run "$(container "$name")"
 done
+note "instances healthy"
 wait_for 30 "HAProxy to see three instances up" ups 3
 states
 
