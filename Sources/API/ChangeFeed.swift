@@ -63,6 +63,10 @@ final class ChangeFeed: Sendable {
     func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, timeout: Duration,
               headers: [(name: String, value: String)], connection: Connection) -> Reply
     {
+        // Without `since`, the cursor last answered through any instance.
+        if since == nil {
+            do { try store.refreshCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
+        }
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
@@ -83,7 +87,12 @@ final class ChangeFeed: Sendable {
         case .parked:
             store.announceParked(observer)
             return .parked
-        default: return .response(Self.response(for: result))
+        case .changes where since == nil:
+            // The next poll may come through another instance, without `since` again.
+            do { try store.saveCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
+            return .response(Self.response(for: result))
+        default:
+            return .response(Self.response(for: result))
         }
     }
 

@@ -359,6 +359,12 @@ public struct ObservationRegistry: Sendable {
         return (.changes(found, cursor: cursor), nil)
     }
 
+    /// Moves observer `id`'s cursor up to `cursor` (never back).
+    public mutating func raiseCursor(of id: String, to cursor: Int64) {
+        guard let current = s.observers[id]?.cursor, current < cursor else { return }
+        s.observers[id]!.cursor = min(cursor, s.lastSeq)
+    }
+
     /// Removes and returns observer `id`'s parked waiter, if any.
     public mutating func takeWaiter(of id: String) -> (any ChangeWaiter)? {
         s.waiters.removeValue(forKey: id)

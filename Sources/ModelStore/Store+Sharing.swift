@@ -47,6 +47,8 @@ extension Store {
     /// when nil), then wakes the observers it reaches.
     func follow(to newest: Int64?) throws {
         guard let shared else { return }
+        // This instance's own commits are announced to it too: nothing to do.
+        if let newest, newest <= appliedVersion.withLock({ $0 }) { return }
         var woken: [(observer: String, waiter: any ChangeWaiter)] = []
         try writer.withLock { _ in try catchUp(shared, to: newest, woken: &woken) }
         if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
@@ -132,10 +134,11 @@ extension Store {
     /// every parked poll is asked again.
     private func reload(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)]) throws {
         logger.warning("the shared journal no longer holds what this instance missed: loading everything again")
-        let state = try Self.loadState(shared, catalog)
-        let version = try shared.lastVersion()
-        let observers = try shared.observers()
-        let changes = try shared.changes(after: state.seq - Int64(registry.withLock { $0.retain }))
+        let retain = Int64(registry.withLock { $0.retain })
+        let (state, version, observers, changes) = try shared.consistently {
+            let state = try Self.loadState(shared, catalog)
+            return (state, try shared.lastVersion(), try shared.observers(), try shared.changes(after: state.seq - retain))
+        }
         woken += registry.withLock { $0.reload(observers: observers, changes: changes, lastSeq: state.seq) }
         let next = Snapshot(state)
         current.withLock { $0 = next }
@@ -184,6 +187,20 @@ extension Store {
         } catch {
             logger.warning("could not announce a parked poll: \(error)")
         }
+    }
+
+    /// Makes observer `id`'s cursor (the default `since`) the latest any
+    /// instance answered and saved. Nothing to do on a database of one's own.
+    public func refreshCursor(of id: String) throws {
+        guard let shared, let saved = try shared.savedCursor(of: id) else { return }
+        registry.withLock { $0.raiseCursor(of: id, to: saved) }
+    }
+
+    /// Saves observer `id`'s cursor now, for a poll through another instance
+    /// that leaves out `since` (otherwise saved with the housekeeping).
+    public func saveCursor(of id: String) throws {
+        guard let shared, let cursor = registry.withLock({ $0.observer(id)?.cursor }) else { return }
+        try shared.saveCursor(cursor, of: id)
     }
 
     /// Answers this instance's parked polls of observers parked anew elsewhere.

@@ -54,7 +54,7 @@ public final class Store: Sendable {
     /// takes one reference rather than one per model.
     let current: Locked<Snapshot>
     /// Writes waiting for the next group commit.
-    private let queue = WriteQueue()
+    private let queue: WriteQueue
     /// Commits the writes that gather while another commit runs (set once, in `init`).
     private let committer = Locked<ServiceThread?>(nil)
     private let commits = Locked<(transactions: Int64, writes: Int64)>((0, 0))
@@ -98,6 +98,7 @@ public final class Store: Sendable {
         self.catalog = catalog
         self.writer = Locked(storage)
         self.shared = shared
+        queue = WriteQueue(handsOver: shared != nil)
         self.appliedVersion = Locked(version)
         self.current = Locked(Snapshot(state))
         self.wake = Locked(nil)

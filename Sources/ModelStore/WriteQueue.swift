@@ -25,8 +25,13 @@ final class WriteQueue: @unchecked Sendable {
     private var items: [any QueuedWrite] = []
     private var committer = Committer.nobody
     private var closed = false
+    /// Hands even a lone write to the committing thread (when its caller
+    /// can wait): for a shared database, where a commit may wait for other
+    /// instances' and the caller's thread has other connections to serve.
+    private let handsOver: Bool
 
-    init() {
+    init(handsOver: Bool = false) {
+        self.handsOver = handsOver
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -63,8 +68,14 @@ final class WriteQueue: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         if closed { return .closed }
         if case .nobody = committer {
-            committer = .caller
-            return .commitNow
+            guard handsOver, wait() else {
+                committer = .caller
+                return .commitNow
+            }
+            items.append(write)
+            committer = .committingThread
+            pthread_cond_broadcast(condition)
+            return .queued
         }
         guard wait() else { return .commitAlone }
         items.append(write)

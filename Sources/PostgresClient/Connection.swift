@@ -65,14 +65,7 @@ public final class Connection: @unchecked Sendable {
     @discardableResult
     public func execute(_ sql: String) throws(PostgresError) -> Rows {
         let handle = try open()
-        let result = PQexec(handle, sql)
-        do {
-            try check(result, handle, sql: sql)
-        } catch {
-            PQclear(result)
-            throw error
-        }
-        return Rows(result!)
+        return try rows(PQexec(handle, sql), handle, sql: sql)
     }
 
     /// Runs `sql` with `$1`, `$2`… bound to `parameters` (text; nil is
@@ -93,6 +86,11 @@ public final class Connection: @unchecked Sendable {
         let result = withOptionalCStrings(parameters) { values in
             PQexecPrepared(handle, name, Int32(parameters.count), values, nil, nil, 0)
         }
+        return try rows(result, handle, sql: sql)
+    }
+
+    /// The rows of `result`, or its error (the result freed).
+    private func rows(_ result: OpaquePointer?, _ handle: OpaquePointer, sql: String) throws(PostgresError) -> Rows {
         do {
             try check(result, handle, sql: sql)
         } catch {

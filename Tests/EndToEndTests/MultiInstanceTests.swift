@@ -106,7 +106,7 @@ import TestSupport
     /// arrives once, in order, and nothing else.
     @Test(arguments: [1, 2, 3]) func requestsHoppingAtRandomMissAndRepeatNothing(seed: UInt64) throws {
         let servers = try Self.cluster()
-        var random = SeededRandom(seed: seed)
+        var random = ModelBasedTests.RandomSource(state: seed)
         func any() -> TestClient { servers[Int(random.next() % 3)].client }
         let observer = try any().observer()
         var cursor = try #require(try any().get("/truck/orderCount", observer: observer).cursor)
@@ -154,6 +154,54 @@ import TestSupport
         }
         #expect(seenCount == expectedCount)
         #expect(seenName == expectedName)
+    }
+
+    /// Without `since`, a poll goes on from the cursor last answered, by
+    /// whichever instance answered it: hopping repeats nothing.
+    @Test func pollsWithoutSinceGoOnWhereTheLastAnswerLeftOffOnAnyInstance() throws {
+        let servers = try Self.cluster()
+        let clients = servers.map(\.client)
+        let observer = try clients[0].observer()
+        _ = try clients[0].get("/truck/orderCount", observer: observer)
+        var seen: [Int64] = []
+        for round in 0..<6 {
+            #expect(try clients[(round + 1) % 3].post("/truck/orders", Self.order).status == 201)
+            let page = try clients[round % 3].request("GET", "/observers/\(observer)/changes?timeout=0").json
+            seen += page.changeList.compactMap { $0["new"]?.intValue }
+        }
+        #expect(seen == Array(1...6))
+    }
+
+    /// An instance cut off for longer than the journal is kept loads
+    /// everything again: its reads then show what it missed, and a poll
+    /// parked on it meanwhile is asked again.
+    @Test func anInstanceThatMissedPrunedJournalLoadsEverythingAgain() throws {
+        let url = try TestPostgres.freshDatabaseURL()
+        let servers = try Self.cluster(2, database: url)
+        let (a, b) = (servers[0].client, servers[1].client)
+        let observer = try a.observer()
+        let cursor = try #require(try b.get("/truck/orderCount", observer: observer).cursor)
+        let parked = Locked<TestResponse?>(nil)
+        Thread {
+            let response = try? b.changes(observer, since: cursor, timeout: 30)
+            parked.withLock { $0 = response }
+        }.start()
+        try waitUntil(timeout: 10) { (try? b.get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
+        // B is cut off (stopped) while A writes and the journal is pruned.
+        kill(servers[1].process.processIdentifier, SIGSTOP)
+        for _ in 0..<3 { #expect(try a.post("/truck/orders", Self.order).status == 201) }
+        let created = try a.post("/truck/donuts", ["name": "Cruller"])
+        let donut = try #require(created.json["id"]?.stringValue)
+        _ = try PostgresConnection(url: url).integer("WITH gone AS (DELETE FROM observable_journal RETURNING 1) SELECT COUNT(*) FROM gone")
+        kill(servers[1].process.processIdentifier, SIGCONT)
+        #expect(try b.get("/truck/orderCount").json["orderCount"] == 3)
+        #expect(try b.get("/truck/donuts/\(donut)").json["name"] == "Cruller")
+        try waitUntil(timeout: 10) { parked.withLock { $0 } != nil }
+        #expect(parked.withLock { $0 }?.json.changeList.last?["new"] == 3)
+        #expect(servers[1].log.contains("loading everything again"))
+        // And it follows the others again from there.
+        _ = try a.post("/truck/orders", Self.order)
+        #expect(try b.get("/truck/orderCount").json["orderCount"] == 4)
     }
 
     /// Instances that start together on a fresh database apply each
@@ -366,27 +414,11 @@ import TestSupport
         try waitUntil(timeout: 30) { late.withLock { $0 } != nil }
         let lateServer = try #require(late.withLock { $0 }).get()
         for client in clients + [lateServer.client] {
-            let orders = try client.get("/truck/orders").json["orders"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
-            #expect(Set(acknowledged).isSubset(of: Set(orders)))
+            let listed = try client.get("/truck/orders")
+            #expect(listed.status == 200, "\(client.port): \(listed.status) \(listed.text)")
+            let orders = listed.json["orders"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            #expect(Set(acknowledged).isSubset(of: Set(orders)), "\(client.port) misses \(Set(acknowledged).subtracting(orders)); logs: \((servers + [lateServer]).map { $0.log.suffix(3000) })")
             #expect(orders.count == acknowledged.count)
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so that a failing seed
-/// can be run again.
-struct SeededRandom {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

@@ -32,7 +32,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     private let listener = Locked<Connection?>(nil)
     /// Per claimed work, the connection that holds (or asks for) its advisory lock.
     private let claims = Locked<[String: (connection: Connection, isHeld: Bool)]>([:])
-    private var statements: [TableSQL?] = []
+    private var sql = TableStatements.Cache { "$\($0)" }
     /// The journal of the ordered transaction under way.
     private var pending: [JournalEntry] = []
     /// The changes of the ordered transaction under way, written at commit.
@@ -42,13 +42,6 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     private var orderedSeq: Int64 = 0
     private(set) var committedVersion: Int64 = 0
     private(set) var rowsChanged: Int64 = 0
-
-    struct TableSQL {
-        let select: String
-        let insert: String
-        let update: String
-        let delete: String
-    }
 
     /// Connects to `url`, trying again with backoff for up to `patience`
     /// seconds while the database cannot be reached (it may be starting
@@ -79,13 +72,14 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         if let connection = writerConnection, connection.isOpen { return connection }
         writerConnection?.close()
         writerConnection = nil
-        statements.removeAll()
-        let connection = try writerBackoff.attempt { try Connection(url: url) }
+        sql.removeAll()
+        let connection = try writerBackoff.withLock { try $0.attempt { try Connection(url: url) } }
         writerConnection = connection
         return connection
     }
 
-    private var writerBackoff = Backoff()
+    /// Locked: the listener clears it when it finds the database back.
+    private let writerBackoff = Locked(Backoff())
 
     /// Connecting again after a failure waits 50 ms, doubling up to 2 s:
     /// meanwhile the callers are answered at once (503) rather than each
@@ -114,20 +108,32 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     /// Runs `body` on the writer, turning a lost connection into `.busy`
     /// (503 with `Retry-After`) and closing it so the next use reconnects.
     @discardableResult
+    ///
+    /// Outside a transaction, a connection found lost (the database
+    /// restarted since its last use) is opened again and `body` tried once
+    /// more on it: nothing was done on the lost one.
     private func run<T>(_ body: (Connection) throws -> T) throws -> T {
-        let connection = try writer()
-        do {
-            return try body(connection)
-        } catch let error as PostgresError {
-            // A failed statement spoils the whole transaction: counted as a
-            // change, so that the writes grouped with it are tried alone.
-            if inOrderedTransaction { rowsChanged += 1 }
-            guard error.connectionLost || !connection.isOpen else { throw error }
-            connection.close()
-            writerConnection = nil
-            throw Self.unreachable(error)
+        while true {
+            let reused = writerConnection?.isOpen == true
+            let connection = try writer()
+            do {
+                return try body(connection)
+            } catch let error as PostgresError {
+                // A failed statement spoils the whole transaction: counted as a
+                // change, so that the writes grouped with it are tried alone.
+                if inOrderedTransaction { rowsChanged += 1 }
+                guard error.connectionLost || !connection.isOpen else { throw error }
+                connection.close()
+                writerConnection = nil
+                guard reused && !inTransaction else { throw Self.unreachable(error) }
+            }
         }
     }
+
+    /// Inside a transaction (ordered, or `consistently`'s): a lost
+    /// connection loses it, and is not tried again.
+    private var inTransaction: Bool { inOrderedTransaction || inSnapshot }
+    private var inSnapshot = false
 
     private func query(_ sql: String, _ parameters: [String?] = []) throws -> Rows {
         try run { try $0.query(sql, parameters) }
@@ -200,42 +206,10 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
-    // MARK: - SQL per table
-
-    private func sql(for table: TableLayout) -> TableSQL {
-        if table.number < statements.count, let cached = statements[table.number] { return cached }
-        let columns = table.columns.map(\.name)
-        func placeholders(_ count: Int, from first: Int = 1) -> String {
-            (first..<(first + count)).map { "$\($0)" }.joined(separator: ", ")
-        }
-        let assignments = columns.enumerated().map { "\($0.element) = $\($0.offset + 1)" }.joined(separator: ", ")
-        let made: TableSQL
-        switch table.shape {
-        case .singleton:
-            made = TableSQL(
-                select: "SELECT \(columns.joined(separator: ", ")) FROM \(table.name) WHERE id = 1",
-                insert: "",
-                update: "UPDATE \(table.name) SET \(assignments) WHERE id = 1",
-                delete: "")
-        case .collection(let parentColumn, let positioned):
-            let keys = ["id"] + (parentColumn.map { [$0] } ?? []) + (positioned ? ["position"] : [])
-            let order = table.orderBy ?? ((parentColumn.map { [$0] } ?? []) + ["position"]).joined(separator: ", ")
-            let all = keys + columns
-            made = TableSQL(
-                select: "SELECT \(all.joined(separator: ", ")) FROM \(table.name) ORDER BY \(order)",
-                insert: "INSERT INTO \(table.name) (\(all.joined(separator: ", "))) VALUES (\(placeholders(all.count)))",
-                update: "UPDATE \(table.name) SET \(assignments) WHERE id = $\(columns.count + 1)",
-                delete: "DELETE FROM \(table.name) WHERE id = $1")
-        }
-        while statements.count <= table.number { statements.append(nil) }
-        statements[table.number] = made
-        return made
-    }
-
     // MARK: - Loading
 
     func rows(of table: TableLayout) throws -> [StoredRow] {
-        let sql = sql(for: table)
+        let sql = sql(table)
         switch table.shape {
         case .singleton where table.columns.isEmpty:
             return [StoredRow(id: "", parentId: nil, position: 0, values: [])]
@@ -245,7 +219,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
             return [StoredRow(id: "", parentId: nil, position: 0,
                               values: table.columns.enumerated().map { Self.value(rows.string(0, $0.offset), $0.element.kind) })]
         case .collection(let parentColumn, let positioned):
-            let offset = 1 + (parentColumn == nil ? 0 : 1) + (positioned ? 1 : 0)
+            let offset = TableStatements.valueOffset(table)
             let rows = try query(sql.select)
             return (0..<rows.count).map { index in
                 StoredRow(id: rows.string(index, 0) ?? "", parentId: parentColumn == nil ? nil : rows.string(index, 1),
@@ -403,7 +377,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
             if positioned { values.append(String(row.position)) }
         }
         for value in row.values { values.append(Self.text(value)) }
-        rowsChanged += try query(sql(for: table).insert, values).affected
+        rowsChanged += try query(sql(table).insert, values).affected
         var entry = JournalEntry(version: 0, kind: .insert)
         entry.table = table.number
         entry.id = row.id
@@ -417,7 +391,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         try Self.refuseNul(values)
         var bound = values.map(Self.text)
         if case .collection = table.shape { bound.append(id) }
-        rowsChanged += try query(sql(for: table).update, bound).affected
+        rowsChanged += try query(sql(table).update, bound).affected
         var entry = JournalEntry(version: 0, kind: .update)
         entry.table = table.number
         entry.id = id
@@ -427,7 +401,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     func delete(from table: TableLayout, id: String) throws {
-        rowsChanged += try query(sql(for: table).delete, [id]).affected
+        rowsChanged += try query(sql(table).delete, [id]).affected
         var entry = JournalEntry(version: 0, kind: .delete)
         entry.table = table.number
         entry.id = id
@@ -494,10 +468,10 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
             do {
                 try connection.query("DELETE FROM changes WHERE seq <= $1", [String(seq)])
                 if !used.isEmpty {
-                    // Several instances save uses: the latest one stays.
+                    // Several instances save uses and cursors: the latest stays.
                     try connection.query(
                         """
-                        UPDATE observers AS o SET cursor = u.cursor, last_used = GREATEST(o.last_used, u.last_used)
+                        UPDATE observers AS o SET cursor = GREATEST(o.cursor, u.cursor), last_used = GREATEST(o.last_used, u.last_used)
                         FROM unnest($1::text[], $2::bigint[], $3::float8[]) AS u (id, cursor, last_used)
                         WHERE o.id = u.id
                         """,
@@ -534,26 +508,49 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     // MARK: - The journal
 
     func journal(after version: Int64) throws -> [JournalEntry]? {
+        // One statement, so one snapshot: the newest version and the
+        // entries after `version` agree.
         let rows = try query(
-            "SELECT version, kind, tbl, id, parent, first, last, body FROM observable_journal WHERE version > $1 ORDER BY version, ordinal",
+            """
+            SELECT c.version, j.version, j.kind, j.tbl, j.id, j.parent, j.first, j.last, j.body
+            FROM observable_clock c LEFT JOIN observable_journal j ON j.version > $1
+            WHERE c.id = 1 ORDER BY j.version, j.ordinal
+            """,
             [String(version)])
         var entries: [JournalEntry] = []
         entries.reserveCapacity(rows.count)
-        for row in 0..<rows.count {
-            guard let kind = JournalEntry.Kind(rawValue: rows.string(row, 1) ?? "") else { continue }
-            var entry = JournalEntry(version: rows.int64(row, 0) ?? 0, kind: kind)
-            entry.table = Int(rows.int64(row, 2) ?? -1)
-            entry.id = rows.string(row, 3) ?? ""
-            entry.parent = rows.string(row, 4)
-            entry.first = rows.int64(row, 5) ?? 0
-            entry.last = rows.int64(row, 6) ?? 0
-            entry.body = rows.string(row, 7)
+        let newest = rows.count > 0 ? rows.int64(0, 0) ?? 0 : 0
+        for row in 0..<rows.count where !rows.isNull(row, 1) {
+            guard let kind = JournalEntry.Kind(rawValue: rows.string(row, 2) ?? "") else { continue }
+            var entry = JournalEntry(version: rows.int64(row, 1) ?? 0, kind: kind)
+            entry.table = Int(rows.int64(row, 3) ?? -1)
+            entry.id = rows.string(row, 4) ?? ""
+            entry.parent = rows.string(row, 5)
+            entry.first = rows.int64(row, 6) ?? 0
+            entry.last = rows.int64(row, 7) ?? 0
+            entry.body = rows.string(row, 8)
             entries.append(entry)
         }
         // Versions are consecutive: a gap after `version` was pruned.
         if let first = entries.first, first.version != version + 1 { return nil }
-        if entries.isEmpty, try lastVersion() > version { return nil }
+        if entries.isEmpty && newest > version { return nil }
         return entries
+    }
+
+    func consistently<T>(_ body: () throws -> T) throws -> T {
+        // An ordered transaction holds the lock every change takes: nothing moves.
+        if inOrderedTransaction { return try body() }
+        try run { try $0.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
+        inSnapshot = true
+        defer { inSnapshot = false }
+        do {
+            let result = try body()
+            try run { try $0.execute("COMMIT") }
+            return result
+        } catch {
+            if let connection = writerConnection, connection.isOpen { try? connection.execute("ROLLBACK") }
+            throw error
+        }
     }
 
     func newestVersion() throws -> Int64 {
@@ -561,19 +558,24 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     /// Runs `body` on the probe connection, opened (again) when needed.
+    /// As with the writer, a connection found lost is opened again and
+    /// `body` tried once more.
     private func probing<T>(_ body: (Connection) throws -> T) throws -> T {
         try probe.withLock { probe in
-            if probe.connection?.isOpen != true {
-                probe.connection?.close()
-                probe.connection = nil
-                probe.connection = try probe.backoff.attempt { try Connection(url: url) }
-            }
-            do {
-                return try body(probe.connection!)
-            } catch {
-                probe.connection?.close()
-                probe.connection = nil
-                throw Self.unreachable(error)
+            while true {
+                let reused = probe.connection?.isOpen == true
+                if !reused {
+                    probe.connection?.close()
+                    probe.connection = nil
+                    probe.connection = try probe.backoff.attempt { try Connection(url: url) }
+                }
+                do {
+                    return try body(probe.connection!)
+                } catch {
+                    probe.connection?.close()
+                    probe.connection = nil
+                    guard reused, (error as? PostgresError)?.connectionLost == true else { throw Self.unreachable(error) }
+                }
             }
         }
     }
@@ -585,6 +587,9 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
                     let opened = try Connection(url: url)
                     try opened.execute("LISTEN \(Self.channel); LISTEN \(Self.parkedChannel)")
                     connection = opened
+                    // The database is back: the others need not wait out their backoff.
+                    writerBackoff.withLock { $0 = Backoff() }
+                    probe.withLock { $0.backoff = Backoff() }
                 }
                 let found = try connection!.notifications(waiting: timeout)
                 var newest: Int64?
@@ -604,6 +609,14 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
                 throw Self.unreachable(error)
             }
         }
+    }
+
+    func savedCursor(of id: String) throws -> Int64? {
+        try probing { try $0.query("SELECT cursor FROM observers WHERE id = $1", [id]).int64(0, 0) }
+    }
+
+    func saveCursor(_ cursor: Int64, of id: String) throws {
+        try probing { try $0.query("UPDATE observers SET cursor = GREATEST(cursor, $2) WHERE id = $1", [id, String(cursor)]) }
     }
 
     func announceParked(instance: String, observer: String) throws {

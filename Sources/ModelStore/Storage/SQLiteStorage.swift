@@ -7,14 +7,7 @@ import SQLiteStore
 final class SQLiteStorage: ModelStorage {
     let database: Database
     /// By table number.
-    private var statements: [TableSQL?] = []
-
-    struct TableSQL {
-        let select: String
-        let insert: String
-        let update: String
-        let delete: String
-    }
+    private var sql = TableStatements.Cache { _ in "?" }
 
     init(database: Database) {
         self.database = database
@@ -30,36 +23,10 @@ final class SQLiteStorage: ModelStorage {
         try Migrator(files: migrations.filter { !$0.name.hasSuffix(".postgres.sql") }).migrate(database)
     }
 
-    private func sql(for table: TableLayout) -> TableSQL {
-        if table.number < statements.count, let cached = statements[table.number] { return cached }
-        let columns = table.columns.map(\.name)
-        let made: TableSQL
-        switch table.shape {
-        case .singleton:
-            made = TableSQL(
-                select: "SELECT \(columns.joined(separator: ", ")) FROM \(table.name) WHERE id = 1",
-                insert: "",
-                update: "UPDATE \(table.name) SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = 1",
-                delete: "")
-        case .collection(let parentColumn, let positioned):
-            let keys = ["id"] + (parentColumn.map { [$0] } ?? []) + (positioned ? ["position"] : [])
-            let order = table.orderBy ?? ((parentColumn.map { [$0] } ?? []) + ["position"]).joined(separator: ", ")
-            let all = keys + columns
-            made = TableSQL(
-                select: "SELECT \(all.joined(separator: ", ")) FROM \(table.name) ORDER BY \(order)",
-                insert: "INSERT INTO \(table.name) (\(all.joined(separator: ", "))) VALUES (\(all.map { _ in "?" }.joined(separator: ", ")))",
-                update: "UPDATE \(table.name) SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?",
-                delete: "DELETE FROM \(table.name) WHERE id = ?")
-        }
-        while statements.count <= table.number { statements.append(nil) }
-        statements[table.number] = made
-        return made
-    }
-
     // MARK: Loading
 
     func rows(of table: TableLayout) throws -> [StoredRow] {
-        let sql = sql(for: table)
+        let sql = sql(table)
         switch table.shape {
         case .singleton where table.columns.isEmpty:
             // A singleton of computed properties and collections only stores nothing.
@@ -69,7 +36,7 @@ final class SQLiteStorage: ModelStorage {
             return [StoredRow(id: "", parentId: nil, position: 0,
                               values: table.columns.enumerated().map { Self.value(row[$0.offset], $0.element.kind) })]
         case .collection(let parentColumn, let positioned):
-            let offset = 1 + (parentColumn == nil ? 0 : 1) + (positioned ? 1 : 0)
+            let offset = TableStatements.valueOffset(table)
             return try database.rows(sql.select).enumerated().map { index, row in
                 StoredRow(id: row[0].string ?? "", parentId: parentColumn == nil ? nil : row[1].string,
                           position: positioned ? row[offset - 1].int64 ?? 0 : Int64(index),
@@ -134,17 +101,17 @@ final class SQLiteStorage: ModelStorage {
         }
         values.reserveCapacity(values.count + row.values.count)
         for value in row.values { values.append(Self.sqlValue(value)) }
-        try database.execute(sql(for: table).insert, values)
+        try database.execute(sql(table).insert, values)
     }
 
     func update(_ table: TableLayout, id: String, parentId: String?, values: [JSONValue]) throws {
         var bound = values.map(Self.sqlValue)
         if case .collection = table.shape { bound.append(.text(id)) }
-        try database.execute(sql(for: table).update, bound)
+        try database.execute(sql(table).update, bound)
     }
 
     func delete(from table: TableLayout, id: String) throws {
-        try database.execute(sql(for: table).delete, [.text(id)])
+        try database.execute(sql(table).delete, [.text(id)])
     }
 
     func append(_ change: Change) throws {

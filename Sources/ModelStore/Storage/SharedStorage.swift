@@ -26,6 +26,9 @@ public protocol SharedStorage: ModelStorage, Sendable {
     /// Drops the journal older than the time it is kept for (instances cut
     /// off for longer load everything again).
     func pruneJournal(now: Double) throws
+    /// Runs `body`'s reads on one snapshot of the database (inside an
+    /// ordered transaction, as they are; else in a read-only one).
+    func consistently<T>(_ body: () throws -> T) throws -> T
     /// Journals that `observer` read `keys` in a response reflecting `seq`.
     func journalTrack(observer: String, keys: [PropertyKey], seq: Int64)
     /// The newest version committed, asked on a connection of its own.
@@ -37,6 +40,10 @@ public protocol SharedStorage: ModelStorage, Sendable {
     /// Announces that `instance` parked a poll of `observer`: a poll of it
     /// parked on another instance gives way.
     func announceParked(instance: String, observer: String) throws
+    /// The cursor saved for observer `id` (by any instance).
+    func savedCursor(of id: String) throws -> Int64?
+    /// Saves `cursor` as observer `id`'s, unless a later one is saved.
+    func saveCursor(_ cursor: Int64, of id: String) throws
     /// Opens the connections again after they were lost.
     func reconnect() throws
     /// Observers past their TTL (with `grace` seconds more), by the uses
