@@ -25,6 +25,14 @@ extension Store {
             }
             self = .postgres(url: database)
         }
+
+        /// `database` with the password of a URL left out, for logs.
+        public static func redacted(_ database: String) -> String {
+            let parts = database.split(separator: "://", maxSplits: 1)
+            guard parts.count == 2, let at = parts[1].lastIndex(of: "@"),
+                  let colon = parts[1][..<at].firstIndex(of: ":") else { return database }
+            return parts[0] + "://" + parts[1][..<colon] + ":***" + parts[1][at...]
+        }
     }
 
     /// Whether other instances may share this store's database.
