@@ -523,7 +523,7 @@ def print_table(results):
     if p:
         print(f"\npgbench on the same database server, -M prepared:")
         print(f"  round trip (SELECT 1, one client)                     {p['round_trip']['latency_ms'] * 1000:.0f} µs")
-        print(f"  ordered transaction of one order (10 statements), 1 client   {p['ordered_one_client']['latency_ms']:.3f} ms,"
+        print(f"  ordered transaction of one order (5 commands), 1 client   {p['ordered_one_client']['latency_ms']:.3f} ms,"
               f" {p['ordered_one_client']['tps']} tps")
         print(f"  the same, 8 clients on the one clock row                   {p['ordered_eight_clients']['latency_ms']:.3f} ms,"
               f" {p['ordered_eight_clients']['tps']} tps")
