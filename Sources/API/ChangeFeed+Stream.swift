@@ -31,6 +31,16 @@ extension ChangeFeed {
     /// Milliseconds a client waits before it reconnects (the first event's `retry:`).
     static let retryMilliseconds = 2000
 
+    /// Ends the stream that is `observer`'s consumer, if any: a poll takes its place.
+    func endStream(of observer: String) {
+        let stream = registry.withLock { registry -> StreamingPoll? in
+            guard let stream = registry.waiter(of: observer) as? StreamingPoll else { return nil }
+            _ = registry.takeWaiter(of: observer)
+            return stream
+        }
+        stream?.stream.close()
+    }
+
     /// Opens a stream for `observer` from `since` (already resolved from the
     /// query or `Last-Event-ID`; nil: the observer's cursor).
     func stream(_ observer: String, since: Int64?, coalesce: Bool, repair: Bool,
@@ -66,7 +76,7 @@ extension ChangeFeed {
         streams.withLock { $0[ObjectIdentifier(poll)] = poll }
         startHeartbeats()
         if let oldest = checked.gone {
-            guard repair, let repaired = try? store.repair(observer) else {
+            guard repair, let repaired = try? store.repair(observer, since: checked.cursor) else {
                 let gone = Problem.gone(prunedThrough: oldest)
                 stream.send(Self.event("gone", id: nil, data: Problem.json(410, "Gone", gone.detail, extensions: gone.extensions)))
                 stream.close()
@@ -78,10 +88,7 @@ extension ChangeFeed {
             }
         }
         // The observer's one consumer: a poll or stream parked before gives way.
-        let (_, displaced) = registry.withLock {
-            $0.poll(observer, since: poll.cursor, limit: 1, now: ServerClock.wallSeconds, park: { poll })
-        }
-        if let displaced { giveWay([(observer, displaced)]) }
+        if let displaced = registry.withLock({ $0.takeWaiter(of: observer) }) { giveWay([(observer, displaced)]) }
         store.announceParked(observer)
         deliver(poll)
         return .parked
@@ -101,9 +108,8 @@ extension ChangeFeed {
                     return
                 case .changes(let changes, let cursor):
                     guard !changes.isEmpty else {
-                        // Another consumer is parked: this stream gave way.
-                        poll.cursor = cursor
-                        if registry.withLock({ $0.observer(poll.observer) }) == nil { poll.stream.close() }
+                        // Another consumer parked meanwhile: this stream gives way.
+                        poll.stream.close()
                         return
                     }
                     send(changes, cursor: cursor, to: poll, asOne: poll.coalesce)

@@ -74,6 +74,8 @@ final class ChangeFeed: Sendable {
         if since == nil {
             do { try store.refreshCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
         }
+        // A poll is the observer's consumer: a stream open for it ends.
+        endStream(of: observer)
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
@@ -97,7 +99,7 @@ final class ChangeFeed: Sendable {
         case .gone where repair:
             // Past retention: the current value of everything it reads, at once.
             do {
-                let repaired = try store.repair(observer)
+                let repaired = try store.repair(observer, since: since ?? registry.withLock { $0.observer(observer)?.cursor ?? 0 })
                 return .response(waiter.finish(Self.feedResponse(repaired.changes, cursor: repaired.cursor)))
             } catch {
                 return .response(APIError.response(for: error))

@@ -6,10 +6,11 @@ extension Store {
     /// in step, at the current cursor: the current value of every property
     /// it reads (`op: repair`, `new`), and for each collection whose
     /// membership it reads, an `insert` of each element it has not seen and
-    /// a `remove` of each it saw that is gone. Its cursor moves to the
-    /// current one. Keys no declaration shows (the reads of another shape)
-    /// are left out.
-    public func repair(_ id: String) throws -> (changes: [Change], cursor: Int64) {
+    /// a `remove` of each it saw that is gone (it saw the elements whose
+    /// properties it had read by `since`, its place in the feed). Its cursor
+    /// moves to the current one. Keys no declaration shows (the reads of
+    /// another shape) are left out.
+    public func repair(_ id: String, since: Int64) throws -> (changes: [Change], cursor: Int64) {
         let state = snapshot.state
         guard let observer = registry.withLock({ $0.observer(id) }) else { throw ModelError.notFound("no observer \(id)") }
         var values: [String: String] = [:]
@@ -46,9 +47,9 @@ extension Store {
             } else if let current = members[path] {
                 // Seen: the elements whose properties the observer reads.
                 let prefix = path + "/"
-                let seen = Set(reads.compactMap { read -> Substring? in
-                    guard read.hasPrefix(prefix) else { return nil }
-                    return read.dropFirst(prefix.count).split(separator: "/").first
+                let seen = Set(observer.reads.compactMap { read, readAt -> Substring? in
+                    guard readAt <= since, read.path.hasPrefix(prefix) else { return nil }
+                    return read.path.dropFirst(prefix.count).split(separator: "/").first
                 })
                 let present = Set(current.map { Substring($0.id) })
                 for element in current where !seen.contains(Substring(element.id)) {
