@@ -104,7 +104,8 @@ def main():
     times = sorted((s.last_event_at - start) for s in streams if s.last_event_at is not None)
     delivered = len(times)
 
-    # Idle: only heartbeats.
+    # Idle: only heartbeats (after the fan-out has settled).
+    pump(selector, time.time() + 3)
     comments_before = sum(s.comments for s in streams)
     cpu_before = cpu_seconds(args.pid)
     idle_start = time.time()
