@@ -47,9 +47,12 @@ extension ObservableAPI {
             let repair = try Self.flag(query["repair"], "repair")
             try store.synchronize()
             if Self.acceptsEventStream(request.header("Accept")) {
-                // A reconnecting EventSource names the last event it had.
-                if since == nil, let last = request.header("Last-Event-ID"), !last.isEmpty {
-                    since = try Self.nonNegativeInteger(last, "Last-Event-ID")
+                // A reconnecting EventSource names the last event it had, and
+                // asks the same URL again: the later of the two is where it
+                // stands, so a `since` in its URL repeats nothing.
+                if let last = request.header("Last-Event-ID"), !last.isEmpty {
+                    let lastEvent = try Self.nonNegativeInteger(last, "Last-Event-ID")
+                    since = max(since ?? lastEvent, lastEvent)
                 }
                 return feed.stream(context.parameter("id"), since: since, coalesce: coalesce, repair: repair,
                                    headers: context.corsHeaders, connection: context.connection)

@@ -54,9 +54,12 @@ import TestSupport
             counts += event.json.changeList.compactMap { $0["new"]?.intValue }
         }
         #expect(counts == [2, 3])
-        // `since` in the query wins over Last-Event-ID.
-        let fromStart = try EventStreamClient(port: again.port, observer: observer, query: "since=0", lastEventID: first.id)
-        #expect(try fromStart.next()?.json.changeList.first?["new"] == 1)
+        // An EventSource opened with `since` asks that URL again when it
+        // reconnects, with Last-Event-ID: the later of the two holds.
+        let reconnected = try EventStreamClient(port: again.port, observer: observer, query: "since=0", lastEventID: first.id)
+        #expect(try reconnected.next()?.json.changeList.first?["new"] == 2)
+        let fromLater = try EventStreamClient(port: again.port, observer: observer, query: "since=\(first.id ?? "0")", lastEventID: "0")
+        #expect(try fromLater.next()?.json.changeList.first?["new"] == 2)
     }
 
     @Test func aSilentStreamGetsAHeartbeatAndStopEndsItCleanly() throws {
