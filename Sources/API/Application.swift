@@ -67,6 +67,7 @@ public final class Application: Sendable {
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         daemon.stop()
+        api.stop()
         store.stopBackgroundWork()
         housekeeping.withLock { $0 }?.stop(timeout: .seconds(configuration.housekeepingInterval + 2))
         store.close()

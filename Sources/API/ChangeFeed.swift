@@ -48,9 +48,16 @@ final class ChangeFeed: Sendable {
     /// Weak: the daemon owns the responder that owns this feed.
     private let daemon = Locked(Weak<HTTPDaemon>())
 
-    init(store: Store, metrics: Metrics) {
+    /// Seconds of silence after which a stream gets a comment line.
+    let heartbeat: Double
+    /// Open streams, for the heartbeat.
+    let streams = Locked<[ObjectIdentifier: StreamingPoll]>([:])
+    let heartbeats = Locked<ServiceThread?>(nil)
+
+    init(store: Store, metrics: Metrics, heartbeat: Double = 15) {
         self.store = store
         self.metrics = metrics
+        self.heartbeat = heartbeat
     }
 
     func attach(_ daemon: HTTPDaemon) {
@@ -60,13 +67,15 @@ final class ChangeFeed: Sendable {
     var registry: Locked<ObservationRegistry> { store.registry }
 
     /// Answers a poll now, or parks it for up to `timeout`.
-    func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, timeout: Duration,
+    func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, repair: Bool = false, timeout: Duration,
               headers: [(name: String, value: String)], connection: Connection) -> Reply
     {
         // Without `since`, the cursor last answered through any instance.
         if since == nil {
             do { try store.refreshCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
         }
+        // A poll is the observer's consumer: a stream open for it ends.
+        endStream(of: observer)
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
@@ -87,12 +96,20 @@ final class ChangeFeed: Sendable {
         case .parked:
             store.announceParked(observer)
             return .parked
+        case .gone where repair:
+            // Past retention: the current value of everything it reads, at once.
+            do {
+                let repaired = try store.repair(observer, since: since ?? registry.withLock { $0.observer(observer)?.cursor ?? 0 })
+                return .response(waiter.finish(Self.feedResponse(repaired.changes, cursor: repaired.cursor)))
+            } catch {
+                return .response(APIError.response(for: error))
+            }
         case .changes where since == nil:
             // The next poll may come through another instance, without `since` again.
             do { try store.saveCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
-            return .response(Self.response(for: result))
+            return .response(waiter.finish(Self.response(for: result)))
         default:
-            return .response(Self.response(for: result))
+            return .response(waiter.finish(Self.response(for: result)))
         }
     }
 
@@ -101,6 +118,10 @@ final class ChangeFeed: Sendable {
     func giveWay(_ displaced: [(observer: String, waiter: any ChangeWaiter)]) {
         var answers: [(ParkedConnection, HTTPResponse)] = []
         for (observer, waiter) in displaced {
+            if let stream = waiter as? StreamingPoll {
+                stream.stream.close()
+                continue
+            }
             guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { continue }
             let cursor = poll.since ?? registry.withLock { $0.observer(observer)?.cursor ?? $0.lastSeq }
             answers.append((connection, poll.finish(Self.feedResponse([], cursor: cursor))))
@@ -114,6 +135,10 @@ final class ChangeFeed: Sendable {
         var answers: [(ParkedConnection, HTTPResponse)] = []
         answers.reserveCapacity(woken.count)
         for (_, waiter) in woken {
+            if let stream = waiter as? StreamingPoll {
+                deliver(stream)
+                continue
+            }
             guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { continue }
             // Parked again only while its deadline has not passed (the
             // deadline sets `expired` before it withdraws the waiter), and
@@ -131,11 +156,12 @@ final class ChangeFeed: Sendable {
 
     /// Answers the parked poll of a deleted observer.
     func observerDeleted(_ waiter: (any ChangeWaiter)?) {
+        if let stream = waiter as? StreamingPoll { stream.stream.close() }
         guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { return }
         resume([(connection, poll.finish(Problem.response(404, "Not Found", "observer \(poll.observer) was deleted")))])
     }
 
-    private func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
+    func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
         guard !answers.isEmpty, let daemon = daemon.withLock({ $0.object }) else { return }
         for (_, response) in answers { metrics.recordRequest(route: Self.route, status: response.status) }
         daemon.resume(answers)
@@ -154,7 +180,8 @@ final class ChangeFeed: Sendable {
         case .unknownObserver:
             return APIError.response(for: APIError(404, "no such observer"))
         case .gone(let oldest):
-            return APIError.response(for: APIError(410, "changes up to \(oldest) are no longer kept; read the resources again and poll from their Observation-Cursor"))
+            let gone = Problem.gone(prunedThrough: oldest)
+            return Problem.response(410, "Gone", gone.detail, extensions: gone.extensions)
         case .ahead(let newest):
             return APIError.response(for: APIError(400, "since is ahead of the newest change \(newest)"))
         case .changes(let changes, let cursor):
@@ -188,7 +215,7 @@ final class ChangeFeed: Sendable {
         body.append(contentsOf: #","op":""#.utf8)
         body.append(contentsOf: change.operation.rawValue.utf8)
         body.append(UInt8(ascii: "\""))
-        if change.operation != .insert {
+        if change.operation != .insert && change.operation != .repair {
             body.append(contentsOf: #","old":"#.utf8)
             body.append(contentsOf: (change.old ?? "null").utf8)
         }

@@ -4,16 +4,37 @@ import JSON
 /// RFC 9457 problem details, the body of every error answer.
 enum Problem {
     /// An `application/problem+json` response.
-    static func response(_ status: Int, _ title: String, _ detail: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+    static func response(_ status: Int, _ title: String, _ detail: String, headers: [(name: String, value: String)] = [],
+                         extensions: [(name: String, value: Int64)] = []) -> HTTPResponse
+    {
+        var response = HTTPResponse(status: status, headers: headers, body: json(status, title, detail, extensions: extensions))
+        response.setHeader("Content-Type", "application/problem+json")
+        return response
+    }
+
+    /// The problem as JSON text, with `extensions` (RFC 9457 extension members) after `detail`.
+    static func json(_ status: Int, _ title: String, _ detail: String, extensions: [(name: String, value: Int64)] = []) -> [UInt8] {
         var body: [UInt8] = Array(#"{"type":"about:blank","title":"#.utf8)
         JSONWriter.writeString(title, into: &body)
         body.append(contentsOf: #","status":"#.utf8)
         body.append(contentsOf: String(status).utf8)
         body.append(contentsOf: #","detail":"#.utf8)
         JSONWriter.writeString(detail, into: &body)
+        for (name, value) in extensions {
+            body.append(UInt8(ascii: ","))
+            JSONWriter.writeString(name, into: &body)
+            body.append(UInt8(ascii: ":"))
+            body.append(contentsOf: String(value).utf8)
+        }
         body.append(UInt8(ascii: "}"))
-        var response = HTTPResponse(status: status, headers: headers, body: body)
-        response.setHeader("Content-Type", "application/problem+json")
-        return response
+        return body
+    }
+
+    /// `410` for a `since` older than the oldest change kept (`prunedThrough`
+    /// is the newest change no longer kept): names the oldest retained seq
+    /// and the way back.
+    static func gone(prunedThrough: Int64) -> (detail: String, extensions: [(name: String, value: Int64)]) {
+        ("changes up to \(prunedThrough) are no longer kept (the oldest kept is \(prunedThrough + 1)): poll with repair=true to get the current value of everything the observer reads at the current cursor, or read the resources again and poll from their Observation-Cursor",
+         [("oldestRetainedSeq", prunedThrough + 1)])
     }
 }

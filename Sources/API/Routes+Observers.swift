@@ -36,24 +36,69 @@ extension ObservableAPI {
             return .response(Self.answer(.noContent))
         }
         router.get(ChangeFeed.route) { [self] context in
-            let query = context.request.query
-            let since = try query["since"].map { try Self.nonNegativeInteger($0, "since") }
-            let timeout = try query["timeout"].map { try Self.seconds($0, "timeout", max: limits.maxLongPoll) } ?? .seconds(limits.defaultLongPoll)
+            let request = context.request
+            let query = request.query
+            var since = try query["since"].map { try Self.nonNegativeInteger($0, "since") }
             let limit = try query["limit"].map { try Self.nonNegativeInteger($0, "limit") } ?? Int64(Self.defaultLimit)
             guard Self.limitRange.contains(Int(clamping: limit)) else {
                 throw APIError(400, "limit must be between \(Self.limitRange.lowerBound) and \(Self.limitRange.upperBound)")
             }
-            let coalesce: Bool
-            switch query["coalesce"] {
-            case nil, "false": coalesce = false
-            case "true": coalesce = true
-            case let other?: throw APIError(400, "coalesce must be true or false, not \(other)")
-            }
+            let coalesce = try Self.flag(query["coalesce"], "coalesce")
+            let repair = try Self.flag(query["repair"], "repair")
             try store.synchronize()
-            return feed.poll(context.parameter("id"), since: since, limit: Int(limit), coalesce: coalesce, timeout: timeout,
-                             headers: context.corsHeaders,
-                             connection: context.connection)
+            if Self.acceptsEventStream(request.header("Accept")) {
+                // A reconnecting EventSource names the last event it had.
+                if since == nil, let last = request.header("Last-Event-ID"), !last.isEmpty {
+                    since = try Self.nonNegativeInteger(last, "Last-Event-ID")
+                }
+                return feed.stream(context.parameter("id"), since: since, coalesce: coalesce, repair: repair,
+                                   headers: context.corsHeaders, connection: context.connection)
+            }
+            // `Prefer: wait=N` (RFC 7240) is `timeout=N`; the query wins.
+            var headers = context.corsHeaders
+            let timeout: Duration
+            if let text = query["timeout"] {
+                timeout = try Self.seconds(text, "timeout", max: limits.maxLongPoll)
+            } else if let wait = Self.preferredWait(request.header("Prefer")) {
+                let applied = min(wait, limits.maxLongPoll)
+                timeout = .seconds(applied)
+                headers.append(("Preference-Applied", "wait=\(applied)"))
+            } else {
+                timeout = .seconds(limits.defaultLongPoll)
+            }
+            return feed.poll(context.parameter("id"), since: since, limit: Int(limit), coalesce: coalesce, repair: repair,
+                             timeout: timeout, headers: headers, connection: context.connection)
         }
+    }
+
+    /// `true`, `false` or absent (false).
+    static func flag(_ text: String?, _ name: String) throws -> Bool {
+        switch text {
+        case nil, "false": return false
+        case "true": return true
+        case let other?: throw APIError(400, "\(name) must be true or false, not \(other)")
+        }
+    }
+
+    /// Whether `Accept` asks for `text/event-stream`.
+    static func acceptsEventStream(_ accept: String?) -> Bool {
+        guard let accept else { return false }
+        return accept.split(separator: ",").contains { range in
+            range.split(separator: ";").first.map { $0.trimmingSpaces.lowercased() == "text/event-stream" } ?? false
+        }
+    }
+
+    /// The seconds of a `Prefer: wait=N` preference (RFC 7240), if any.
+    static func preferredWait(_ prefer: String?) -> Int? {
+        guard let prefer else { return nil }
+        for preference in prefer.split(separator: ",") {
+            let parts = preference.split(separator: ";").first?.split(separator: "=", maxSplits: 1) ?? []
+            guard parts.count == 2, parts[0].trimmingSpaces.lowercased() == "wait" else { continue }
+            var value = parts[1].trimmingSpaces
+            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+            if let seconds = Int(value), seconds >= 0 { return seconds }
+        }
+        return nil
     }
 
     static func json(_ observer: ObserverSnapshot) -> JSONValue {
@@ -80,5 +125,11 @@ extension ObservableAPI {
             throw APIError(400, "\(name) must be a number of seconds from 0 to \(max), not \"\(text)\"")
         }
         return .milliseconds(Int64((value * 1000).rounded()))
+    }
+}
+
+extension Substring {
+    var trimmingSpaces: String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

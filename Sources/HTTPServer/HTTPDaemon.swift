@@ -61,6 +61,8 @@ public final class HTTPDaemon: Sendable {
     /// Answers parked connections whose deadline passed.
     private let deadlines = Locked<ServiceThread?>(nil)
     private let boundPort = Atomic<UInt16>(0)
+    /// Open event streams, by id: ended at stop.
+    private let streams = Locked<[UInt64: EventStream]>([:])
 
     public init(configuration: Configuration, responder: any HTTPResponder, logger: Logger = Logger(label: "observable.http")) {
         self.configuration = configuration
@@ -73,6 +75,9 @@ public final class HTTPDaemon: Sendable {
 
     /// Connections parked by long-polls right now.
     public var parkedCount: Int { lot.withLock { $0.count } }
+
+    /// Event streams open right now.
+    public var streamCount: Int { streams.withLock { $0.count } }
 
     /// Connections open right now.
     public var connectionCount: Int {
@@ -140,7 +145,11 @@ public final class HTTPDaemon: Sendable {
         stopping.store(true, ordering: .sequentiallyConsistent)
         let parked = lot.withLock { $0.removeAll() }
         resume(parked.map { ($0, $0.onDeadline()) })
+        // Streams end after what they were sent (a client reconnects and resumes).
+        for stream in streams.withLock({ Array($0.values) }) { stream.close() }
         ServiceThread.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, timeout: grace, step: 0.01)
+        // A stream's connection may be suspended: ended for good before the daemon stops.
+        ServiceThread.wait(until: { streams.withLock { $0.isEmpty } }, timeout: .seconds(5), step: 0.01)
         // A suspended connection must be resumed before the daemon stops,
         // and writes waiting for their commit are answered soon: wait for
         // them past the grace (bounded all the same).
@@ -178,6 +187,37 @@ public final class HTTPDaemon: Sendable {
         context.parked = parked
         lot.withLock { $0.insert(parked) }
         return parked
+    }
+
+    func openStream(_ connection: ConnectionPointer, context: RequestContext, status: Int, headers: [(name: String, value: String)],
+                    initial: [UInt8], onEnd: @escaping @Sendable () -> Void) -> EventStream?
+    {
+        guard !stopping.load(ordering: .acquiring) else { return nil }
+        let stream = EventStream(connection: connection, id: nextParkID.add(1, ordering: .relaxed).oldValue, daemon: self, onEnd: onEnd)
+        stream.send(initial)
+        // Small blocks: a stream's events are small, and its buffer lives in
+        // the connection's memory pool.
+        guard let response = MHD_create_response_from_callback(UInt64.max, 1024, streamReader,
+                                                               Unmanaged.passRetained(stream).toOpaque(), streamFreed)
+        else {
+            Unmanaged.passUnretained(stream).release()
+            return nil
+        }
+        defer { MHD_destroy_response(response) }
+        for header in headers {
+            _ = header.name.withCString { name in header.value.withCString { value in MHD_add_response_header(response, name, value) } }
+        }
+        streams.withLock { $0[stream.id] = stream }
+        context.answered = true
+        guard MHD_queue_response(connection.raw, UInt32(status), response) == .YES else {
+            stream.close()
+            return nil
+        }
+        return stream
+    }
+
+    func streamEnded(_ stream: EventStream) {
+        _ = streams.withLock { $0.removeValue(forKey: stream.id) }
     }
 
     /// Whether `stop` has begun: new connections are refused from then on.

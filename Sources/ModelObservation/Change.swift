@@ -7,6 +7,9 @@ public struct Change: Sendable, Equatable {
         case insert
         /// An element left a collection (`old` is the element).
         case remove
+        /// The current value of a property (`new`), sent to bring an
+        /// observer past the retained log back in step; never stored.
+        case repair
     }
 
     /// Global, strictly increasing sequence number.

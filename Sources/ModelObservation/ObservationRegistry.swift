@@ -365,6 +365,11 @@ public struct ObservationRegistry: Sendable {
         s.observers[id]!.cursor = min(cursor, s.lastSeq)
     }
 
+    /// Observer `id`'s parked waiter, if any.
+    public func waiter(of id: String) -> (any ChangeWaiter)? {
+        s.waiters[id]
+    }
+
     /// Removes and returns observer `id`'s parked waiter, if any.
     public mutating func takeWaiter(of id: String) -> (any ChangeWaiter)? {
         s.waiters.removeValue(forKey: id)

@@ -28,6 +28,9 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("max-long-poll"), help: "Longest long-poll timeout in seconds (env OBSERVABLE_MAX_LONG_POLL; default 60).")
     var maxLongPoll: Int?
 
+    @Option(help: "Seconds of silence after which an event stream gets a comment line (env OBSERVABLE_HEARTBEAT; default 15).")
+    var heartbeat: Int?
+
     @Option(name: .customLong("connection-limit"), help: "Connections served at once (env OBSERVABLE_CONNECTION_LIMIT; default 20000).")
     var connectionLimit: Int?
 
@@ -84,6 +87,9 @@ struct Serve: ParsableCommand {
         configuration.http.idleTimeout = try setting(idleTimeout, "OBSERVABLE_IDLE_TIMEOUT", default: 30)
         configuration.limits.maxLongPoll = try setting(maxLongPoll, "OBSERVABLE_MAX_LONG_POLL", default: 60)
         configuration.limits.defaultLongPoll = min(30, configuration.limits.maxLongPoll)
+        let heartbeat = try setting(heartbeat, "OBSERVABLE_HEARTBEAT", default: 15)
+        guard heartbeat >= 1 else { throw ValidationError("heartbeat must be positive") }
+        configuration.limits.heartbeat = Double(heartbeat)
         // Tokens come only from the environment: flags would show them in `ps`.
         let environment = ProcessInfo.processInfo.environment
         configuration.access = AccessPolicy(

@@ -101,6 +101,27 @@ import TestSupport
         #expect(second.withLock { $0 }?.json.changeList.map { $0["path"] } == ["/truck/orderCount"])
     }
 
+    /// A stream open on one instance hears writes through the others, and
+    /// gives way to a stream opened for its observer on another.
+    @Test func aStreamOnOneInstanceHearsWritesThroughTheOthers() throws {
+        let servers = try Self.cluster()
+        let clients = servers.map(\.client)
+        let observer = try clients[0].observer()
+        let cursor = try #require(try clients[1].get("/truck/orderCount", observer: observer).cursor)
+        let stream = try EventStreamClient(port: servers[2].port, observer: observer, query: "since=\(cursor)")
+        #expect(stream.head.status == 200)
+        for client in clients { #expect(try client.post("/truck/orders", Self.order).status == 201) }
+        var counts: [Int64] = []
+        while counts.count < 3, let event = try stream.next() {
+            counts += event.json.changeList.compactMap { $0["new"]?.intValue }
+        }
+        #expect(counts == [1, 2, 3])
+        // A newer stream on another instance is the observer's consumer now.
+        let newer = try EventStreamClient(port: servers[0].port, observer: observer, lastEventID: "\(cursor)")
+        #expect(try stream.rest().isEmpty)
+        #expect(try newer.next()?.json.changeList.first?["new"] == 1)
+    }
+
     /// A randomized check: one client hops between the instances at random
     /// for every request (reads, writes, polls); every change it polls for
     /// arrives once, in order, and nothing else.

@@ -82,6 +82,34 @@ public final class RawConnection {
         }
     }
 
+    /// Reads an answer's status line and headers only, leaving its body to
+    /// `receiveBytes` (a stream's).
+    public func receiveHead() throws -> RawResponse {
+        while true {
+            if let end = headEnd() {
+                var lines = String(decoding: buffer[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+                let statusLine = lines.removeFirst().split(separator: " ")
+                guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestHTTPError.io("bad status line") }
+                var headers: [String: String] = [:]
+                for line in lines {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+                buffer.removeFirst(end + 4)
+                return RawResponse(status: status, headers: headers, body: [])
+            }
+            try fill()
+        }
+    }
+
+    /// The bytes received and not yet taken, waiting for some when there
+    /// are none (up to the receive timeout); throws once the server closed.
+    public func receiveBytes() throws -> [UInt8] {
+        if buffer.isEmpty { try fill() }
+        defer { buffer.removeAll() }
+        return buffer
+    }
+
     /// True when the server has closed the connection (reads EOF).
     public func isClosedByServer() -> Bool {
         var byte: UInt8 = 0

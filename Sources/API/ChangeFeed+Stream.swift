@@ -1,0 +1,198 @@
+import Concurrency
+import HTTPServer
+import JSON
+import ModelObservation
+import ModelStore
+
+/// The change feed as a stream of Server-Sent Events (`Accept:
+/// text/event-stream`): one event per transaction that concerns the
+/// observer, resumable by `Last-Event-ID`.
+extension ChangeFeed {
+    /// An open stream, registered in the registry as its observer's waiter
+    /// whenever it has nothing to send.
+    final class StreamingPoll: ChangeWaiter, @unchecked Sendable {
+        // Safe to share: `cursor` and `sentRetry` are only touched by the
+        // thread delivering to it, one at a time (under `delivering`).
+        let observer: String
+        let coalesce: Bool
+        let stream: EventStream
+        var cursor: Int64
+        var sentRetry = false
+        let delivering = Locked(())
+
+        init(observer: String, cursor: Int64, coalesce: Bool, stream: EventStream) {
+            self.observer = observer
+            self.cursor = cursor
+            self.coalesce = coalesce
+            self.stream = stream
+        }
+    }
+
+    /// Milliseconds a client waits before it reconnects (the first event's `retry:`).
+    static let retryMilliseconds = 2000
+
+    /// Ends the stream that is `observer`'s consumer, if any: a poll takes its place.
+    func endStream(of observer: String) {
+        let stream = registry.withLock { registry -> StreamingPoll? in
+            guard let stream = registry.waiter(of: observer) as? StreamingPoll else { return nil }
+            _ = registry.takeWaiter(of: observer)
+            return stream
+        }
+        stream?.stream.close()
+    }
+
+    /// Opens a stream for `observer` from `since` (already resolved from the
+    /// query or `Last-Event-ID`; nil: the observer's cursor).
+    func stream(_ observer: String, since: Int64?, coalesce: Bool, repair: Bool,
+                headers: [(name: String, value: String)], connection: Connection) -> Reply
+    {
+        // The resume point is checked before the answer's headers go out.
+        let checked: (cursor: Int64, gone: Int64?)
+        switch registry.withLock({ registry -> Result<(Int64, Int64?), APIError> in
+            guard let known = registry.observer(observer) else { return .failure(APIError(404, "no observer \(observer)")) }
+            let from = since ?? known.cursor
+            if from > registry.lastSeq { return .failure(APIError(400, "since is ahead of the newest change \(registry.lastSeq)")) }
+            return .success((from, from < registry.oldestAvailableSeq ? registry.oldestAvailableSeq : nil))
+        }) {
+        case .failure(let error): return .response(APIError.response(for: error))
+        case .success(let value): checked = value
+        }
+        var streamHeaders = headers
+        streamHeaders.append(("Content-Type", "text/event-stream"))
+        streamHeaders.append(("Cache-Control", "no-store"))
+        // Proxies that buffer (nginx) pass the events on at once.
+        streamHeaders.append(("X-Accel-Buffering", "no"))
+        let holder = Locked<StreamingPoll?>(nil)
+        guard let stream = connection.openStream(headers: streamHeaders, initial: Array(": observing \(observer)\n\n".utf8), onEnd: { [weak self] in
+            guard let self, let poll = holder.withLock({ $0 }) else { return }
+            self.registry.withLock { $0.withdraw(poll, of: observer) }
+            _ = self.streams.withLock { $0.removeValue(forKey: ObjectIdentifier(poll)) }
+        }) else {
+            return .response(APIError.response(for: APIError(503, "the server is stopping")))
+        }
+        metrics.recordRequest(route: Self.route, status: 200)
+        let poll = StreamingPoll(observer: observer, cursor: checked.cursor, coalesce: coalesce, stream: stream)
+        holder.withLock { $0 = poll }
+        streams.withLock { $0[ObjectIdentifier(poll)] = poll }
+        startHeartbeats()
+        if let oldest = checked.gone {
+            guard repair, let repaired = try? store.repair(observer, since: checked.cursor) else {
+                let gone = Problem.gone(prunedThrough: oldest)
+                stream.send(Self.event("gone", id: nil, data: Problem.json(410, "Gone", gone.detail, extensions: gone.extensions)))
+                stream.close()
+                return .parked
+            }
+            poll.delivering.withLock { _ in
+                send(repaired.changes, cursor: repaired.cursor, to: poll, asOne: true)
+                poll.cursor = repaired.cursor
+            }
+        }
+        // The observer's one consumer: a poll or stream parked before gives way.
+        if let displaced = registry.withLock({ $0.takeWaiter(of: observer) }) { giveWay([(observer, displaced)]) }
+        store.announceParked(observer)
+        deliver(poll)
+        return .parked
+    }
+
+    /// Sends `poll` what its observer has after its cursor, one event per
+    /// transaction (one for all with `coalesce`), then parks it again.
+    func deliver(_ poll: StreamingPoll) {
+        poll.delivering.withLock { _ in
+            while poll.stream.isOpen {
+                let (result, _) = registry.withLock {
+                    $0.poll(poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
+                            displacing: false, park: { poll.stream.isOpen ? poll : nil })
+                }
+                switch result {
+                case .parked:
+                    return
+                case .changes(let changes, let cursor):
+                    guard !changes.isEmpty else {
+                        // Another consumer parked meanwhile: this stream gives way.
+                        poll.stream.close()
+                        return
+                    }
+                    send(changes, cursor: cursor, to: poll, asOne: poll.coalesce)
+                    poll.cursor = cursor
+                case .unknownObserver:
+                    poll.stream.close()
+                case .gone(let oldest):
+                    let gone = Problem.gone(prunedThrough: oldest)
+                    poll.stream.send(Self.event("gone", id: nil, data: Problem.json(410, "Gone", gone.detail, extensions: gone.extensions)))
+                    poll.stream.close()
+                case .ahead, .parked:
+                    poll.stream.close()
+                }
+            }
+        }
+    }
+
+    /// Writes `changes` as events: one per transaction, or one in all.
+    private func send(_ changes: [Change], cursor: Int64, to poll: StreamingPoll, asOne: Bool) {
+        var groups: [[Change]] = []
+        if asOne {
+            groups = [changes]
+        } else {
+            for change in changes {
+                if let last = groups.last?.last, last.transaction == change.transaction {
+                    groups[groups.count - 1].append(change)
+                } else {
+                    groups.append([change])
+                }
+            }
+        }
+        var bytes: [UInt8] = []
+        for (index, group) in groups.enumerated() {
+            // The last event's id is the page's cursor: a resume skips what
+            // concerned nobody here.
+            let id = asOne || index == groups.count - 1 ? max(cursor, group.last?.seq ?? cursor) : group.last?.seq ?? cursor
+            var data: [UInt8] = Array(#"{"cursor":"#.utf8)
+            data.append(contentsOf: String(id).utf8)
+            data.append(contentsOf: #","changes":["#.utf8)
+            for (i, change) in group.enumerated() {
+                if i > 0 { data.append(UInt8(ascii: ",")) }
+                Self.write(change, into: &data)
+            }
+            data.append(contentsOf: "]}".utf8)
+            if !poll.sentRetry {
+                bytes.append(contentsOf: "retry: \(Self.retryMilliseconds)\n".utf8)
+                poll.sentRetry = true
+            }
+            bytes.append(contentsOf: Self.event("changes", id: id, data: data))
+        }
+        poll.stream.send(bytes)
+    }
+
+    static func event(_ name: String, id: Int64?, data: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        if let id { bytes.append(contentsOf: "id: \(id)\n".utf8) }
+        bytes.append(contentsOf: "event: \(name)\ndata: ".utf8)
+        // The JSON is on one line: it holds no raw line break.
+        bytes.append(contentsOf: data)
+        bytes.append(contentsOf: "\n\n".utf8)
+        return bytes
+    }
+
+    /// Starts, once, the thread that sends a comment to streams silent for
+    /// the heartbeat interval.
+    func startHeartbeats() {
+        let start = heartbeats.withLock { thread -> Bool in
+            guard thread == nil else { return false }
+            thread = ServiceThread.start(name: "observable.heartbeat") { [weak self] thread in
+                while !thread.sleep(seconds: 1) {
+                    guard let self else { return }
+                    let silent = ServerClock.now.advanced(by: .milliseconds(Int64(-self.heartbeat * 1000)))
+                    for poll in self.streams.withLock({ Array($0.values) }) where poll.stream.lastWrite < silent {
+                        poll.stream.send(Array(":\n\n".utf8))
+                    }
+                }
+            }
+            return true
+        }
+        _ = start
+    }
+
+    func stopHeartbeats() {
+        heartbeats.withLock { $0 }?.stop()
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The change feed as Server-Sent Events, and repair past retention
+/// (SPEC §2a), read off the wire by the tests' own SSE client.
+@Suite struct EventStreamTests {
+    static let order: JSONValue = ["donutId": .string(Seed.glazed), "quantity": 1]
+
+    @Test func eachTransactionThatConcernsTheObserverIsOneEventWithItsSeqAsId() throws {
+        let server = try TestServer()
+        let client = server.client
+        let observer = try client.observer()
+        let cursor = try #require(try client.get("/truck/orderCount", observer: observer).cursor)
+        let stream = try EventStreamClient(port: server.port, observer: observer, query: "since=\(cursor)")
+        #expect(stream.head.status == 200)
+        #expect(stream.head.headers["content-type"] == "text/event-stream")
+        #expect(stream.head.headers["cache-control"] == "no-store")
+        _ = try client.patch("/truck/donuts/\(Seed.maple)", ["topping": "nuts"])  // read by nobody here
+        _ = try client.post("/truck/orders", Self.order)
+        _ = try client.post("/truck/orders", Self.order)
+        let first = try #require(try stream.next())
+        #expect(first.event == "changes")
+        #expect(first.retry != nil)
+        let changes = first.json.changeList
+        #expect(changes.map { $0["path"] } == ["/truck/orderCount"])
+        #expect(changes.first?["new"] == 1)
+        #expect(first.id == changes.last?["seq"]?.intValue.map(String.init))
+        #expect(first.json["cursor"]?.intValue.map(String.init) == first.id)
+        let second = try #require(try stream.next())
+        #expect(second.json.changeList.first?["new"] == 2)
+        #expect(second.retry == nil)
+        #expect(Int(second.id ?? "") ?? 0 > Int(first.id ?? "") ?? 0)
+    }
+
+    @Test func aReconnectWithLastEventIDMissesAndRepeatsNothingEvenAfterARestart() throws {
+        let folder = temporaryFolder()
+        var server: TestServer? = try TestServer(folder: folder)
+        let observer = try server!.client.observer()
+        _ = try server!.client.get("/truck/orderCount", observer: observer)
+        var stream = try EventStreamClient(port: server!.port, observer: observer)
+        _ = try server!.client.post("/truck/orders", Self.order)
+        let first = try #require(try stream.next())
+        #expect(first.json.changeList.first?["new"] == 1)
+        // Gone while the client is away: two orders, one before a restart.
+        _ = try server!.client.post("/truck/orders", Self.order)
+        server!.stop()
+        server = nil
+        let again = try TestServer(folder: folder)
+        _ = try again.client.post("/truck/orders", Self.order)
+        stream = try EventStreamClient(port: again.port, observer: observer, lastEventID: first.id)
+        var counts: [Int64] = []
+        while counts.count < 2, let event = try stream.next() {
+            counts += event.json.changeList.compactMap { $0["new"]?.intValue }
+        }
+        #expect(counts == [2, 3])
+        // `since` in the query wins over Last-Event-ID.
+        let fromStart = try EventStreamClient(port: again.port, observer: observer, query: "since=0", lastEventID: first.id)
+        #expect(try fromStart.next()?.json.changeList.first?["new"] == 1)
+    }
+
+    @Test func aSilentStreamGetsAHeartbeatAndStopEndsItCleanly() throws {
+        let server = try TestServer { $0.limits.heartbeat = 1 }
+        let observer = try server.client.observer()
+        let stream = try EventStreamClient(port: server.port, observer: observer, receiveTimeout: 5)
+        let started = Date()
+        #expect(try stream.nextComment())
+        #expect(Date().timeIntervalSince(started) < 4)
+        #expect(try server.client.metric("observable_streams_open") == 1)
+        server.stop()
+        #expect(try stream.next() == nil)
+        #expect(stream.ended)
+    }
+
+    @Test func aSecondConsumerEndsTheFirstAndDeletingTheObserverEndsItsStream() throws {
+        let server = try TestServer()
+        let client = server.client
+        let observer = try client.observer()
+        let cursor = try #require(try client.get("/truck/orderCount", observer: observer).cursor)
+        let first = try EventStreamClient(port: server.port, observer: observer, query: "since=\(cursor)")
+        try waitUntil(timeout: 5) { try client.metric("observable_streams_open") == 1 }
+        let second = try EventStreamClient(port: server.port, observer: observer, query: "since=\(cursor)")
+        #expect(try first.rest().isEmpty)
+        _ = try client.post("/truck/orders", Self.order)
+        #expect(try second.next()?.json.changeList.first?["new"] == 1)
+        // A poll is a consumer too.
+        #expect(try client.changes(observer, since: cursor).status == 200)
+        #expect(try second.next() == nil)
+        let third = try EventStreamClient(port: server.port, observer: observer, query: "since=\(cursor)")
+        _ = try third.next()  // the order, again from that cursor
+        #expect(try client.delete("/observers/\(observer)").status == 204)
+        #expect(try third.next() == nil)
+    }
+
+    @Test func aResumePointPastRetentionIsAGoneEventOrARepair() throws {
+        let server = try TestServer { $0.store.retainChanges = 3 }
+        let client = server.client
+        let observer = try client.observer()
+        _ = try client.get("/truck/orderCount", observer: observer)
+        _ = try client.get("/truck/donuts", observer: observer)
+        for _ in 0..<4 { _ = try client.post("/truck/orders", Self.order) }
+        let created = try client.post("/truck/donuts", ["name": "Cruller"])
+        let cruller = try #require(created.json["id"]?.stringValue)
+        _ = try client.delete("/truck/donuts/\(Seed.maple)")
+        _ = try client.patch("/truck/donuts/\(Seed.glazed)", ["name": "Honey Glazed"])
+        // Without repair: 410 names the oldest retained seq; a stream says `gone` and ends.
+        let gone = try client.changes(observer, since: 0)
+        #expect(gone.status == 410)
+        #expect(gone.json["oldestRetainedSeq"]?.intValue != nil)
+        #expect(gone.text.contains("repair=true"))
+        let goneStream = try EventStreamClient(port: server.port, observer: observer, query: "since=0")
+        #expect(goneStream.head.status == 200)
+        let goneEvent = try #require(try goneStream.next())
+        #expect(goneEvent.event == "gone")
+        #expect(goneEvent.json["status"] == 410)
+        #expect(try goneStream.next() == nil)
+        // With repair: the current values, equal to a fresh read, at the current cursor.
+        let repaired = try client.changes(observer, since: 0, extra: "&repair=true")
+        #expect(repaired.status == 200)
+        let fresh = try client.get("/truck/orderCount")
+        #expect(repaired.json["cursor"]?.intValue == fresh.cursor)
+        let changes = repaired.json.changeList
+        let byPath = Dictionary(changes.filter { $0["op"] == "repair" }.map { ($0["path"]?.stringValue ?? "", $0["new"]) }, uniquingKeysWith: { a, _ in a })
+        #expect(byPath["/truck/orderCount"] == fresh.json["orderCount"])
+        #expect(byPath["/truck/donuts/\(Seed.glazed)/name"] == "Honey Glazed")
+        #expect(changes.contains { $0["op"] == "insert" && $0["new"]?["id"]?.stringValue == cruller })
+        #expect(changes.contains { $0["op"] == "remove" && $0["old"]?["id"]?.stringValue == Seed.maple })
+        // From there, it is in step: the next poll answers nothing old.
+        let next = try client.changes(observer, since: repaired.json["cursor"]?.intValue ?? 0)
+        #expect(next.status == 200 && next.json.changeList.isEmpty)
+        // A stream with repair=true starts with the repair.
+        let stream = try EventStreamClient(port: server.port, observer: observer, query: "since=0&repair=true")
+        let first = try #require(try stream.next())
+        #expect(first.event == "changes")
+        #expect(first.json.changeList.contains { $0["op"] == "repair" && $0["path"] == "/truck/orderCount" })
+    }
+
+    @Test func preferWaitIsTheTimeoutAndIsSaidToApply() throws {
+        let server = try TestServer()
+        let client = server.client
+        let observer = try client.observer()
+        let cursor = try #require(try client.get("/truck/orderCount", observer: observer).cursor)
+        let started = Date()
+        let answer = try client.request("GET", "/observers/\(observer)/changes?since=\(cursor)", headers: ["Prefer": "wait=1"])
+        let waited = Date().timeIntervalSince(started)
+        #expect(answer.status == 200)
+        #expect(answer.header("Preference-Applied") == "wait=1")
+        #expect(waited >= 0.9 && waited < 5)
+        // Beyond the maximum, the maximum applies and is said.
+        let capped = try client.request("GET", "/observers/\(observer)/changes?since=\(cursor)&timeout=0", headers: ["Prefer": "wait=600"])
+        #expect(capped.header("Preference-Applied") == nil)
+        let server2 = try TestServer { $0.limits.maxLongPoll = 1 }
+        let other = try server2.client.observer()
+        let limited = try server2.client.request("GET", "/observers/\(other)/changes", headers: ["Prefer": "respond-async, wait=600"])
+        #expect(limited.header("Preference-Applied") == "wait=1")
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import TestSupport
+
+/// A Server-Sent Events client of the tests' own: it opens the change feed
+/// with `Accept: text/event-stream`, undoes the chunked encoding and parses
+/// events (`id`, `event`, `data`, `retry`) and comment lines as they come.
+final class EventStreamClient {
+    struct Event {
+        var id: String?
+        var event = "message"
+        var data = ""
+        var retry: Int?
+        var json: JSONValue { (try? JSONValue(parsing: Array(data.utf8))) ?? .null }
+    }
+
+    let connection: RawConnection
+    let head: RawResponse
+    private var chunked: [UInt8] = []
+    private var text = ""
+    private(set) var comments = 0
+    private(set) var ended = false
+
+    /// Opens the feed of `observer` at `query` (say `since=3`), sending
+    /// `lastEventID` when given.
+    init(port: UInt16, observer: String, query: String = "", lastEventID: String? = nil, headers: [String: String] = [:],
+         receiveTimeout: Double = 10) throws
+    {
+        connection = try RawConnection(port: port, receiveTimeout: receiveTimeout)
+        var request = "GET /observers/\(observer)/changes\(query.isEmpty ? "" : "?" + query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+        if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        try connection.send(request + "\r\n")
+        head = try connection.receiveHead()
+    }
+
+    /// The next event, or nil when the stream ended first; comments are
+    /// counted on the way. Throws when nothing comes within the timeout.
+    func next() throws -> Event? {
+        while true {
+            if let event = takeEvent() { return event }
+            if ended { return nil }
+            do {
+                chunked += try connection.receiveBytes()
+            } catch TestHTTPError.io(let message) where message == "connection closed" {
+                ended = true
+            }
+            dechunk()
+        }
+    }
+
+    /// Waits until a comment line arrives (a heartbeat); false if an event
+    /// or the end comes first.
+    func nextComment() throws -> Bool {
+        let before = comments
+        while comments == before {
+            if !text.isEmpty, !text.hasPrefix(":") { return false }
+            if ended { return false }
+            do {
+                chunked += try connection.receiveBytes()
+            } catch TestHTTPError.io(let message) where message == "connection closed" {
+                ended = true
+            }
+            dechunk()
+            _ = takeComments()
+        }
+        return true
+    }
+
+    /// Every event until the stream ends.
+    func rest() throws -> [Event] {
+        var events: [Event] = []
+        while let event = try next() { events.append(event) }
+        return events
+    }
+
+    private func dechunk() {
+        while let lineEnd = find("\r\n", in: chunked) {
+            guard let size = Int(String(decoding: chunked[..<lineEnd], as: UTF8.self), radix: 16) else { return }
+            if size == 0 {
+                ended = true
+                chunked.removeAll()
+                return
+            }
+            guard chunked.count >= lineEnd + 2 + size + 2 else { return }
+            text += String(decoding: chunked[(lineEnd + 2)..<(lineEnd + 2 + size)], as: UTF8.self)
+            chunked.removeFirst(lineEnd + 2 + size + 2)
+        }
+    }
+
+    private func find(_ needle: String, in bytes: [UInt8]) -> Int? {
+        let pattern = Array(needle.utf8)
+        guard bytes.count >= pattern.count else { return nil }
+        return (0...(bytes.count - pattern.count)).first { Array(bytes[$0..<($0 + pattern.count)]) == pattern }
+    }
+
+    @discardableResult
+    private func takeComments() -> Int {
+        var taken = 0
+        while text.hasPrefix(":"), let end = text.range(of: "\n\n") {
+            text.removeSubrange(text.startIndex..<end.upperBound)
+            comments += 1
+            taken += 1
+        }
+        return taken
+    }
+
+    private func takeEvent() -> Event? {
+        takeComments()
+        guard let end = text.range(of: "\n\n") else { return nil }
+        let block = text[text.startIndex..<end.lowerBound]
+        text.removeSubrange(text.startIndex..<end.upperBound)
+        var event = Event()
+        var lines: [String] = []
+        for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix(":") { continue }
+            let parts = line.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let field = String(parts[0])
+            var value = parts.count > 1 ? String(parts[1]) : ""
+            if value.hasPrefix(" ") { value.removeFirst() }
+            switch field {
+            case "id": event.id = value
+            case "event": event.event = value
+            case "data": lines.append(value)
+            case "retry": event.retry = Int(value)
+            default: break
+            }
+        }
+        event.data = lines.joined(separator: "\n")
+        return event
+    }
+}
