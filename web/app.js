@@ -202,9 +202,12 @@ function receive(answer) {
   }
   page.cursor = answer.cursor;
   showObserver();
-  // A repair brings back the properties the page read, but not the grid's
-  // rows, whose shape no model declares: those are read again.
-  if (answer.changes.some((change) => change.op === "repair")) rereadGrid();
+  // A repair brings back the properties the page read, but not reads of
+  // another shape (the grid's rows, the posts' columns): those are read again.
+  if (answer.changes.some((change) => change.op === "repair")) {
+    rereadGrid();
+    refreshPosts();
+  }
 }
 
 /// Observes until the page is closed: creates the observer, reads, follows
