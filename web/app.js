@@ -915,6 +915,8 @@ function start() {
   $("start-client-job").addEventListener("click", () => startJob(false));
   $("game-form").addEventListener("submit", newGame);
   $("post-form").addEventListener("submit", addPost);
+  // A post needs an http(s) URL; the page never loads it.
+  $("post-url").value = new URL("images/photo.jpg", location.href).href;
   for (const radio of document.querySelectorAll('#posts-layout input[name="layout"]')) {
     radio.addEventListener("change", chooseLayout);
   }
