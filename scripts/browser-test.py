@@ -318,7 +318,6 @@ def check_order_and_sign_in(run):
     run.post("/account/login", {"userName": "Ada"})
     u1, u2 = run.both("shows the user", lambda s: s["userName"] == "Ada", since=sent)
     run.check.record("sign-in over HTTP shown in both pages", page1=u1, page2=u2)
-    run.shoot("truck-card", "page-truck.png")
 
 
 def check_random(run):
@@ -506,7 +505,9 @@ def check_posts(run):
 
 
 def shoot_whole_page(run):
-    """The first page with every part drawn and a dot glowing."""
+    """The first page with every part drawn and a dot glowing, and the truck
+    with its orders."""
+    run.shoot("truck-card", "page-truck.png")
     pressed = time.monotonic()
     run.first.find_element(By.ID, "random").click()
     wait_until("a dot glows in page 1", lambda: run.state(run.first)["glowing"], 2, since=pressed)
