@@ -116,11 +116,13 @@ def main():
     parser.add_argument("--seconds", type=int, default=10, help="duration of each wrk run")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--observers", default="1000,10000", help="long-poll fan-out sizes, comma separated ('' to skip)")
+    parser.add_argument("--streams", default="10000", help="event-stream sizes, comma separated ('' to skip)")
+    parser.add_argument("--stream-idle", type=float, default=31, help="seconds the streams sit idle for the heartbeat figure")
     parser.add_argument("--skip-durable", action="store_true")
     parser.add_argument("--only", default="", help="run only the throughput scenarios whose name contains this")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="observable-bench-")
-    results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}, "throughput": [], "durable": [], "longpoll": []}
+    results = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}, "throughput": [], "durable": [], "longpoll": [], "streams": []}
 
     # (name, path, wrk script, observer, the reference's scenario). The
     # observer, removed after its scenario so that the next ones do the same
@@ -198,6 +200,19 @@ def main():
         finally:
             ours.stop()
 
+    for n in [int(x) for x in args.streams.split(",") if x]:
+        ours = Server("ours", 18406, folder)
+        try:
+            text = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "streams.py"), "--port", str(ours.port),
+                                   "--pid", str(ours.pid), "--streams", str(n), "--idle", str(args.stream_idle)],
+                                  capture_output=True, text=True, timeout=900)
+            if text.returncode != 0:
+                print(text.stderr, file=sys.stderr)
+                raise SystemExit("stream bench failed")
+            results["streams"].append(json.loads(text.stdout))
+        finally:
+            ours.stop()
+
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
@@ -229,6 +244,14 @@ def print_table(results):
         print(f"  change read by all                p50 {row['all_wake_ms']['p50']} ms, p99 {row['all_wake_ms']['p99']} ms, max {row['all_wake_ms']['max']} ms")
         print(f"  server CPU per unread change      {row['cpu_per_unread_change_us_with_n_parked']} us with {row['observers']} parked,"
               f" {row['cpu_per_unread_change_us_with_10_parked']} us with 10 parked")
+    for row in results["streams"]:
+        print(f"\nevent streams, {row['streams']} open ({row['open']} counted by the server):")
+        print(f"  server RSS per open stream        {row['kib_per_stream']} KiB")
+        print(f"  events for a change nobody read   {row['events_for_a_change_nobody_read']}")
+        print(f"  change read by all                {row['change_read_by_all']['delivered']} delivered, p50 {row['change_read_by_all']['p50_ms']} ms,"
+              f" last {row['change_read_by_all']['last_ms']} ms")
+        print(f"  idle {row['idle']['seconds']} s                      {row['idle']['heartbeats']} heartbeats,"
+              f" {row['idle']['cpu_percent_of_one_core']} % of one core")
 
 
 if __name__ == "__main__":

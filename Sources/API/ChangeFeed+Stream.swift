@@ -143,11 +143,12 @@ extension ChangeFeed {
         }
         var bytes: [UInt8] = []
         for (index, group) in groups.enumerated() {
-            // The last event's id is the page's cursor: a resume skips what
-            // concerned nobody here.
-            let id = asOne || index == groups.count - 1 ? max(cursor, group.last?.seq ?? cursor) : group.last?.seq ?? cursor
+            // `id`: the seq of the event's last change. `cursor`: what a
+            // poll would answer, the page's cursor on its last event.
+            let id = group.last?.seq ?? cursor
+            let eventCursor = index == groups.count - 1 ? max(cursor, id) : id
             var data: [UInt8] = Array(#"{"cursor":"#.utf8)
-            data.append(contentsOf: String(id).utf8)
+            data.append(contentsOf: String(eventCursor).utf8)
             data.append(contentsOf: #","changes":["#.utf8)
             for (i, change) in group.enumerated() {
                 if i > 0 { data.append(UInt8(ascii: ",")) }
