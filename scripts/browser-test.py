@@ -3,19 +3,32 @@
 real observable-server, and checks that observation reaches both:
 
   1. a dot clicked in the first page scales up in the second within a second;
-  2. Random makes the same dot glow in both, and the glow is then reset;
-  3. an order and a sign-in made over HTTP show in both pages;
+  2. an order and a sign-in made over HTTP show in both pages;
+  3. Random makes the same dot glow in both, and the glow is then reset;
   4. a page without the write token observes but cannot write (401 shown,
      buttons disabled) until the token is typed in;
-  5. after SIGTERM both pages say they are disconnected, and after a restart
-     on the same port and database they recover and follow a new order.
+  5. signing in and out on one page shows on both;
+  6. a job the server advances moves both pages' bars to its total, and a
+     job whose progress is reported by hand follows the reports;
+  7. two cards chosen over HTTP show face up on both pages, and cards
+     chosen on the pages follow the game's rules on both;
+  8. posts show in both pages in the layout each page chose;
+  9. after SIGTERM both pages say they are disconnected, and after a restart
+     on the same port and database they recover and follow a new order;
+ 10. changes made while the pages were away, and then pruned from the
+     change log, reach both pages once the server is back.
+
+The first page follows the change feed as a stream when the server offers
+one (long-polls otherwise); the second is opened with #feed=poll and always
+long-polls, so both ways are exercised.
 
 The server runs with OBSERVABLE_TOKEN set (unless --no-token): the first page
 gets the token as #token=… in its URL, the second starts without one.
-Screenshots of both pages and the server's log go to artifacts/; one
-screenshot is copied to docs/images/live-page.png. Exits 1 on any failure.
+Screenshots of both pages and the server's log go to artifacts/; a
+screenshot of the first page and one of each of its parts are copied to
+docs/images/. Exits 1 on any failure.
 
-Usage: scripts/browser-test.py [--binary PATH] [--artifacts DIR] [--no-token]
+Usage: scripts/browser-test.py [--binary PATH] [--artifacts DIR] [--images DIR] [--no-token]
 """
 
 import argparse
@@ -38,6 +51,12 @@ from selenium.webdriver.common.by import By
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN = "browser-test-write-token"
 TAP_LIMIT = 1.0  # seconds from the click to the other page's animation
+GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
+CHOCOLATE = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0002"
+
+# The parts of the page, each shot on its own: (section id, image name).
+PARTS = [("grid-card", "page-grid.png"), ("truck-card", "page-truck.png"), ("account-card", "page-account.png"),
+         ("jobs-card", "page-jobs.png"), ("game-card", "page-game.png"), ("posts-card", "page-posts.png")]
 
 
 class Failure(Exception):
@@ -53,8 +72,9 @@ def free_port():
 class Server:
     """The observable-server binary as a child process."""
 
-    def __init__(self, binary, port, database, log_path, token):
+    def __init__(self, binary, port, database, log_path, token, arguments=()):
         self.binary, self.port, self.database, self.log_path = binary, port, database, log_path
+        self.arguments = list(arguments)
         self.env = dict(os.environ)
         self.env.pop("OBSERVABLE_TOKEN", None)
         self.env.pop("OBSERVABLE_READ_TOKEN", None)
@@ -70,7 +90,7 @@ class Server:
         log = open(self.log_path, "a")
         self.process = subprocess.Popen(
             [self.binary, "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--database", self.database],
+             "--database", self.database] + self.arguments,
             stdout=log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -97,13 +117,15 @@ class Server:
             raise Failure("the server did not stop within 15 s of SIGTERM")
 
 
-def request(method, url, body=None, token=None):
+def request(method, url, body=None, token=None, headers=None):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method)
     if body is not None:
         req.add_header("Content-Type", "application/json")
     if token:
         req.add_header("Authorization", "Bearer " + token)
+    for name, value in (headers or {}).items():
+        req.add_header(name, value)
     try:
         with urllib.request.urlopen(req, timeout=10) as response:
             return response.status, json.loads(response.read() or b"null")
@@ -111,10 +133,24 @@ def request(method, url, body=None, token=None):
         return error.code, json.loads(error.read() or b"null")
 
 
+def offers_stream(base):
+    """Whether the server answers the change feed as an event stream: such a
+    server sends its headers at once, one without streams parks a poll."""
+    _, observer = request("POST", base + "/observers")
+    req = urllib.request.Request(f"{base}/observers/{observer['id']}/changes", headers={"Accept": "text/event-stream"})
+    try:
+        with urllib.request.urlopen(req, timeout=3) as response:
+            return response.headers.get("Content-Type", "").startswith("text/event-stream")
+    except (OSError, urllib.error.URLError):
+        return False
+    finally:
+        request("DELETE", f"{base}/observers/{observer['id']}")
+
+
 def browser():
     options = webdriver.ChromeOptions()
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--window-size=1100,860", "--hide-scrollbars", "--disable-gpu"):
+                     "--window-size=1100,1400", "--hide-scrollbars", "--disable-gpu"):
         options.add_argument(argument)
     if os.path.exists("/usr/bin/chromium"):
         options.binary_location = "/usr/bin/chromium"
@@ -142,15 +178,29 @@ def matching(predicate, value):
 
 # What the test reads from a page: the data- attributes the page keeps.
 PAGE_STATE = """
-const dot = (id) => document.querySelector(`[data-dot-id="${id}"]`);
 const status = document.getElementById("status");
+const all = (selector) => [...document.querySelectorAll(selector)];
+const game = document.getElementById("game");
 return {
   status: status.dataset.state, statusText: status.textContent,
+  feed: document.body.dataset.feed || null,
   orderCount: document.getElementById("order-count").dataset.value ?? null,
+  orders: all("#orders li").map((li) => li.textContent),
   userName: document.getElementById("user-name").textContent,
-  rows: [...document.querySelectorAll("#grid .row")].map((row) => row.children.length),
-  donuts: [...document.querySelectorAll("#donuts li")].map((li) => li.textContent),
-  glowing: [...document.querySelectorAll('.dot[data-glowing="true"]')].map((d) => d.dataset.dotId),
+  rows: all("#grid .row").map((row) => row.children.length),
+  donuts: all("#donuts li").map((li) => li.textContent),
+  glowing: all('.dot[data-glowing="true"]').map((d) => d.dataset.dotId),
+  jobs: Object.fromEntries(all("#jobs .job").map((job) => [job.dataset.jobId, {
+    current: Number(job.dataset.current), total: Number(job.dataset.total),
+    complete: job.dataset.complete === "true", bar: job.querySelector("progress").value,
+    reportShown: !job.querySelector(".report").hidden}])),
+  game: game.dataset.gameId || null,
+  cards: all("#game .playing-card").map((card) => ({id: card.dataset.cardId, faceUp: card.dataset.faceUp === "true",
+    matched: card.dataset.matched === "true", shown: card.textContent})),
+  matchedPairs: Number(document.getElementById("game-state").dataset.matchedPairs),
+  layout: document.getElementById("posts").dataset.layout,
+  columns: all("#posts .post-column").map((column) => [...column.children].map((post) => post.dataset.postId)),
+  changesHeard: all("#changes li").map((li) => li.textContent),
   observer: document.body.dataset.observer || null,
   access: document.getElementById("access").dataset.access,
   message: document.getElementById("message").hidden ? null : document.getElementById("message").textContent,
@@ -176,11 +226,374 @@ class Check:
         print(f"ok   {name}: {shown}", flush=True)
 
 
+class Run:
+    """What the checks share: the server, the two pages, where images go."""
+
+    def __init__(self, server, first, second, token, artifacts, check):
+        self.server, self.first, self.second = server, first, second
+        self.pages = [first, second]
+        self.token, self.artifacts, self.check = token, artifacts, check
+        self.count = 0  # orders the pages should count
+
+    def state(self, page):
+        return page.execute_script(PAGE_STATE)
+
+    def post(self, path, body=None, expect=(200, 201)):
+        status, answer = request("POST", self.server.base + path, body, self.token)
+        if status not in expect:
+            raise Failure(f"POST {path} answered {status}: {answer}")
+        return answer
+
+    def get(self, path):
+        status, answer = request("GET", self.server.base + path, token=self.token)
+        if status != 200:
+            raise Failure(f"GET {path} answered {status}: {answer}")
+        return answer
+
+    def both(self, what, predicate, timeout=2, since=None):
+        """Waits until `predicate(state)` holds in both pages; the seconds each took."""
+        since = time.monotonic() if since is None else since
+        _, t1 = wait_until(f"page 1: {what}", lambda: matching(predicate, self.state(self.first)), timeout, since=since)
+        _, t2 = wait_until(f"page 2: {what}", lambda: matching(predicate, self.state(self.second)), timeout, since=since)
+        return t1, t2
+
+    def shoot(self, section, name):
+        """A screenshot of one part of the first page."""
+        self.first.find_element(By.ID, section).screenshot(os.path.join(self.artifacts, name))
+
+
+def check_ready(run, stream):
+    """Both pages have read everything with their own observer and follow the feed."""
+    def ready(s):
+        return s["status"] == "live" and s["rows"] == [3, 2, 4] and s["orderCount"] is not None \
+            and len(s["donuts"]) == 4 and s["layout"] == "roundRobin" and len(s["columns"]) == 3
+    t1, t2 = run.both("live", ready, timeout=15)
+    one, two = run.state(run.first), run.state(run.second)
+    if one["observer"] == two["observer"]:
+        raise Failure("the two pages share an observer")
+    if "#token" in run.first.current_url:
+        raise Failure("the token stayed in the address bar")
+    expected = "stream" if stream else "poll"
+    if one["feed"] != expected or two["feed"] != "poll":
+        raise Failure(f"page 1 should follow the feed by {expected} and page 2 by poll: {one['feed']}, {two['feed']}")
+    run.check.record(f"both pages drew the grid (3, 2, 4), the menu and the count; page 1 by {expected}, page 2 by poll",
+                     page1=t1, page2=t2)
+    return one, two
+
+
+def check_tap(run):
+    """A tap in the first page animates the same circle in the second."""
+    first, second = run.first, run.second
+    dot_id = first.find_element(By.CSS_SELECTOR, '#grid .row[data-row="2"] .dot[data-col="1"]').get_attribute("data-dot-id")
+    taps1 = first.execute_script(DOT_STATE, dot_id)["taps"]
+    taps2 = second.execute_script(DOT_STATE, dot_id)["taps"]
+    circle = first.find_element(By.CSS_SELECTOR, f'[data-dot-id="{dot_id}"]')
+    clicked = time.monotonic()
+    circle.click()
+    seen, tap2 = wait_until("page 2 shows the tap", lambda: matching(
+        lambda d: d["state"] == "tapped", second.execute_script(DOT_STATE, dot_id)), TAP_LIMIT, since=clicked, interval=0.01)
+    if seen["taps"] != taps2 + 1 or seen["transform"] in ("none", ""):
+        raise Failure(f"page 2's circle is not scaled up: {seen}")
+    _, tap1 = wait_until("page 1 shows its own tap", lambda: first.execute_script(DOT_STATE, dot_id)["taps"] == taps1 + 1,
+                         2, since=clicked)
+    _, settled = wait_until("the tap ends on page 2", lambda: second.execute_script(DOT_STATE, dot_id)["state"] == "idle",
+                            3, since=clicked)
+    animated = second.execute_script("return [...document.querySelectorAll('.dot')].filter(d => d.dataset.taps !== '0').length")
+    if animated != 1:
+        raise Failure(f"{animated} circles animated on page 2; only the tapped one should")
+    run.check.record("tap in page 1 animates the same circle in page 2",
+                     page2_tapped=tap2, page1_tapped=tap1, page2_back_to_idle=settled)
+
+
+def check_order_and_sign_in(run):
+    """An order and a sign-in over HTTP show in both pages."""
+    run.count = int(run.state(run.first)["orderCount"])
+    sent = time.monotonic()
+    run.post("/truck/orders", {"donutId": GLAZED, "quantity": 2})
+    run.count += 1
+    o1, o2 = run.both("counts the order and lists it",
+                      lambda s: s["orderCount"] == str(run.count) and s["orders"][:1] == ["2 × Glazed"], since=sent)
+    run.check.record("order over HTTP counted and listed in both pages", page1=o1, page2=o2)
+    sent = time.monotonic()
+    run.post("/account/login", {"userName": "Ada"})
+    u1, u2 = run.both("shows the user", lambda s: s["userName"] == "Ada", since=sent)
+    run.check.record("sign-in over HTTP shown in both pages", page1=u1, page2=u2)
+
+
+def check_random(run):
+    """Random makes one dot glow in both pages; a page then resets it."""
+    first, second = run.first, run.second
+    pressed = time.monotonic()
+    first.find_element(By.ID, "random").click()
+    g1, t1 = wait_until("a dot glows in page 1", lambda: run.state(first)["glowing"], 2, since=pressed)
+    g2, t2 = wait_until("the same dot glows in page 2", lambda: run.state(second)["glowing"], 2, since=pressed)
+    if g1 != g2 or len(g1) != 1:
+        raise Failure(f"different glows: page 1 {g1}, page 2 {g2}")
+    time.sleep(0.3)  # the glow's CSS transition runs its course
+    first.save_screenshot(os.path.join(run.artifacts, "page-1.png"))
+    second.save_screenshot(os.path.join(run.artifacts, "page-2.png"))
+    run.shoot("grid-card", "page-grid.png")
+    if not run.state(first)["glowing"] or not run.state(second)["glowing"]:
+        raise Failure("the glow ended before the screenshots; it should last about a second")
+    ended = max(run.both("the glow ends", lambda s: not s["glowing"], timeout=4, since=pressed))
+    status, dot = request("GET", run.server.base + f"/grid/dots/{g1[0]}", token=run.token)
+    if status != 200 or dot["isRandomAnimated"]:
+        raise Failure(f"the dot is still glowing on the server after the pages ended the glow: {status} {dot}")
+    run.check.record("Random glows the same dot in both pages, then a page resets it",
+                     page1=t1, page2=t2, glow_over_in_both=ended)
+
+
+def check_read_only(run):
+    """Without the write token a page observes but cannot write."""
+    second = run.second
+    # Its own reset of the glow may already have been refused; otherwise a
+    # click on Add order is.
+    if not run.state(second)["orderDisabled"]:
+        second.find_element(By.ID, "add-order").click()
+    page, _ = wait_until("page 2 shows the 401", lambda: matching(lambda s: s["messageStatus"] == "401", run.state(second)), 2)
+    if "401" not in (page["message"] or ""):
+        raise Failure(f"the 401 is not shown: {page['message']!r}")
+    page, _ = wait_until("page 2's buttons are disabled",
+                         lambda: matching(lambda s: s["randomDisabled"] and s["orderDisabled"], run.state(second)), 2)
+    if page["access"] != "read-only" or page["orderCount"] != str(run.count):
+        raise Failure(f"page 2 should be read-only with the count unchanged: {page}")
+    disabled = second.execute_script("return [...document.querySelectorAll('button.write')].filter(b => !b.disabled).length")
+    if disabled != 0:
+        raise Failure(f"{disabled} write buttons of page 2 are still enabled")
+    second.save_screenshot(os.path.join(run.artifacts, "page-2-read-only.png"))
+    second.find_element(By.ID, "token").send_keys(run.token)
+    second.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+    wait_until("page 2's buttons are enabled with the token", lambda: not run.state(second)["orderDisabled"], 2)
+    pressed = time.monotonic()
+    second.find_element(By.ID, "add-order").click()
+    run.count += 1
+    o1, o2 = run.both("counts page 2's order", lambda s: s["orderCount"] == str(run.count), since=pressed)
+    run.check.record("page without the token: 401 shown and buttons disabled, then writes with the typed token",
+                     order_in_page1=o1, order_in_page2=o2)
+
+
+def check_account(run):
+    """Signing in on one page and out on the other shows on both."""
+    first, second = run.first, run.second
+    first.find_element(By.ID, "login-name").send_keys("Grace")
+    pressed = time.monotonic()
+    first.find_element(By.ID, "sign-in").click()
+    i1, i2 = run.both("shows Grace signed in", lambda s: s["userName"] == "Grace", since=pressed)
+    run.shoot("account-card", "page-account.png")
+    pressed = time.monotonic()
+    second.find_element(By.ID, "sign-out").click()
+    o1, o2 = run.both("shows nobody signed in", lambda s: s["userName"] == "signed out", since=pressed)
+    run.check.record("sign-in on page 1 and sign-out on page 2 shown in both pages",
+                     signed_in_page1=i1, signed_in_page2=i2, signed_out_page1=o1, signed_out_page2=o2)
+
+
+def check_jobs(run):
+    """A job the server advances reaches its total on both pages, its bar
+    moving on the way; a job reported by hand follows its reports."""
+    first, second = run.first, run.second
+    sent = time.monotonic()
+    job = run.post("/jobs", {"total": 100, "step": 10, "intervalMs": 200})["id"]
+    seen = {1: [], 2: []}  # the distinct values each page's bar showed
+    shot = False
+    while True:
+        for index, page in ((1, first), (2, second)):
+            shown = run.state(page)["jobs"].get(job)
+            if shown and (not seen[index] or seen[index][-1] != shown["bar"]):
+                seen[index].append(shown["bar"])
+        if not shot and seen[1] and 40 <= seen[1][-1] <= 70:
+            run.shoot("jobs-card", "page-jobs.png")
+            shot = True
+        if seen[1][-1:] == [100] and seen[2][-1:] == [100]:
+            break
+        if time.monotonic() - sent > 10:
+            raise Failure(f"the job did not reach its total on both pages within 10 s: {seen}")
+        time.sleep(0.02)
+    finished = time.monotonic() - sent
+    for index, values in seen.items():
+        if values != sorted(values) or len([v for v in values if 0 < v < 100]) < 3:
+            raise Failure(f"page {index}'s bar should move up step by step: {values}")
+        if not run.state(run.pages[index - 1])["jobs"][job]["complete"]:
+            raise Failure(f"page {index} does not show the job complete")
+    if run.get(f"/jobs/{job}")["isComplete"] is not True:
+        raise Failure("the server does not say the job is complete")
+    run.check.record(f"a job the server advances moves both pages' bars to its total ({len(seen[1])} and "
+                     f"{len(seen[2])} values shown)", both_at_total=finished)
+
+    sent = time.monotonic()
+    manual = run.post("/jobs", {"total": 50})["id"]
+    run.both("shows the new job", lambda s: manual in s["jobs"], since=sent)
+    run.post(f"/jobs/{manual}/progress", {"current": 20})
+    r1, r2 = run.both("shows the reported progress", lambda s: s["jobs"][manual]["current"] == 20)
+    pressed = time.monotonic()
+    second.find_element(By.CSS_SELECTOR, f'.job[data-job-id="{manual}"] .report').click()
+    b1, b2 = run.both("shows the progress reported by page 2", lambda s: s["jobs"][manual]["current"] == 25, since=pressed)
+    run.check.record("a job reported by hand: over HTTP, then with page 2's +10% button, shown in both pages",
+                     http_page1=r1, http_page2=r2, button_page1=b1, button_page2=b2)
+
+
+def check_game(run):
+    """Two cards chosen over HTTP show face up on both pages; cards chosen
+    on the pages follow the lecture's rules on both."""
+    first, second = run.first, run.second
+    sent = time.monotonic()
+    game = run.post("/games", {"pairs": 3, "seed": 5})
+    cards = game["cards"]
+    a = cards[0]
+    b = next(card for card in cards if card["content"] != a["content"])
+    c = next(card for card in cards[1:] if card["content"] == a["content"])
+    d1, d2 = run.both("shows the new game face down", lambda s: s["game"] == game["id"] and len(s["cards"]) == 6
+                      and not any(card["faceUp"] for card in s["cards"]), since=sent)
+
+    def face_up(s):
+        return {card["id"]: card["shown"] for card in s["cards"] if card["faceUp"]}
+
+    sent = time.monotonic()
+    run.post(f"/games/{game['id']}/cards/{a['id']}/choose")
+    run.post(f"/games/{game['id']}/cards/{b['id']}/choose")
+    two_up = {a["id"]: a["content"], b["id"]: b["content"]}
+    h1, h2 = run.both("shows the two chosen cards face up", lambda s: face_up(s) == two_up, since=sent)
+    # A third card turns the unmatched pair down; then A matches it.
+    pressed = time.monotonic()
+    second.find_element(By.CSS_SELECTOR, f'[data-card-id="{c["id"]}"]').click()
+    run.both("shows only the third card face up", lambda s: face_up(s) == {c["id"]: c["content"]}, since=pressed)
+    first.find_element(By.CSS_SELECTOR, f'[data-card-id="{a["id"]}"]').click()
+    m1, m2 = run.both("shows the pair matched", lambda s: s["matchedPairs"] == 1 and
+                      {card["id"] for card in s["cards"] if card["matched"]} == {a["id"], c["id"]}, since=pressed)
+    run.post(f"/games/{game['id']}/cards/{b['id']}/choose")
+    run.both("shows the next card face up", lambda s: b["id"] in face_up(s))
+    run.shoot("game-card", "page-game.png")
+    run.check.record("two cards chosen over HTTP face up in both pages; a match made on the pages shown in both",
+                     dealt_page1=d1, dealt_page2=d2, chosen_page1=h1, chosen_page2=h2,
+                     matched_page1=m1, matched_page2=m2)
+
+
+def check_posts(run):
+    """Posts show in both pages, dealt as the server deals them in the
+    layout each page chose."""
+    first, second = run.first, run.second
+
+    def dealt(layout):
+        return [[post["id"] for post in column]
+                for column in run.get(f"/posts/staggered?columns=3&layout={layout}")["columns"]]
+
+    for page in run.pages:
+        page.find_element(By.CSS_SELECTOR, '#posts-layout input[value="balanced"]').click()
+    run.both("shows the balanced layout", lambda s: s["layout"] == "balanced")
+    sent = time.monotonic()
+    for height in (300, 120.5, 200, 90):
+        run.post("/posts", {"imageURL": f"https://images.example/{height}.jpg", "height": height})
+    balanced = dealt("balanced")
+    if balanced == dealt("roundRobin"):
+        raise Failure(f"the two layouts should differ for these heights: {balanced}")
+    p1, p2 = run.both("shows the posts balanced by height", lambda s: s["columns"] == balanced, since=sent)
+    pressed = time.monotonic()
+    second.find_element(By.CSS_SELECTOR, '#posts-layout input[value="roundRobin"]').click()
+    _, switched = wait_until("page 2 shows the posts round-robin",
+                             lambda: run.state(second)["columns"] == dealt("roundRobin"), 2, since=pressed)
+    height = first.find_element(By.ID, "post-height")
+    height.clear()
+    height.send_keys("150")
+    pressed = time.monotonic()
+    first.find_element(By.ID, "add-post").click()
+    _, a1 = wait_until("page 1 shows its post balanced", lambda: matching(
+        lambda s: sum(map(len, s["columns"])) == 5 and s["columns"] == dealt("balanced"), run.state(first)), 2, since=pressed)
+    _, a2 = wait_until("page 2 shows it round-robin", lambda: matching(
+        lambda s: sum(map(len, s["columns"])) == 5 and s["columns"] == dealt("roundRobin"), run.state(second)), 2, since=pressed)
+    run.shoot("posts-card", "page-posts.png")
+    run.check.record("posts over HTTP and from page 1 shown in both pages, balanced in one and round-robin in the other",
+                     balanced_page1=p1, balanced_page2=p2, switched_page2=switched, added_page1=a1, added_page2=a2)
+
+
+def shoot_whole_page(run):
+    """The first page with every part drawn and a dot glowing, and the truck
+    with its orders."""
+    run.shoot("truck-card", "page-truck.png")
+    pressed = time.monotonic()
+    run.first.find_element(By.ID, "random").click()
+    wait_until("a dot glows in page 1", lambda: run.state(run.first)["glowing"], 2, since=pressed)
+    time.sleep(0.3)  # the glow's CSS transition runs its course
+    run.first.save_screenshot(os.path.join(run.artifacts, "page-1-all.png"))
+    run.both("the glow ends", lambda s: not s["glowing"], timeout=4, since=pressed)
+
+
+def check_restart(run, one, two, stream):
+    """The server stops and comes back: both pages say so and recover."""
+    first, second = run.first, run.second
+    stopped = time.monotonic()
+    code = run.server.stop()
+    if code != 0:
+        raise Failure(f"the server exited with {code} on SIGTERM")
+    d1, d2 = run.both("says disconnected", lambda s: s["status"] == "disconnected", timeout=5, since=stopped)
+    for page in run.pages:
+        text = run.state(page)["statusText"]
+        if "disconnected" not in text:
+            raise Failure(f"the status line says {text!r}")
+    first.save_screenshot(os.path.join(run.artifacts, "page-1-disconnected.png"))
+    second.save_screenshot(os.path.join(run.artifacts, "page-2-disconnected.png"))
+    time.sleep(1)
+    restarted = time.monotonic()
+    run.server.start()
+    r1, r2 = run.both("is live again", lambda s: s["status"] == "live", timeout=10, since=restarted)
+    sent = time.monotonic()
+    run.post("/truck/orders", {"donutId": CHOCOLATE, "quantity": 1})
+    run.count += 1
+    n1, n2 = run.both("counts the new order", lambda s: s["orderCount"] == str(run.count), timeout=3, since=sent)
+    if run.state(first)["observer"] != one["observer"] or run.state(second)["observer"] != two["observer"]:
+        raise Failure("a page changed its observer across the restart; it should resume with the one it had")
+    if run.state(first)["feed"] != ("stream" if stream else "poll"):
+        raise Failure(f"page 1 follows the feed by {run.state(first)['feed']} after the restart")
+    first.save_screenshot(os.path.join(run.artifacts, "page-1-recovered.png"))
+    second.save_screenshot(os.path.join(run.artifacts, "page-2-recovered.png"))
+    run.check.record("disconnected on SIGTERM, live again after the restart, new order counted",
+                     page1_disconnected=d1, page2_disconnected=d2,
+                     page1_live_after_start=r1, page2_live_after_start=r2,
+                     order_in_page1=n1, order_in_page2=n2)
+
+
+def check_past_retention(run, one, two, stream):
+    """While the pages cannot reach it, the server (on another port) takes
+    writes and prunes the change log past their cursors. Back on its port,
+    both pages show those writes with the observers they had: the stream by
+    a repair, the poll by reading again after its 410."""
+    server = run.server
+    cursor = int(run.first.execute_script("return document.body.dataset.cursor"))
+    if server.stop() != 0:
+        raise Failure("the server did not stop cleanly")
+    run.both("says disconnected", lambda s: s["status"] == "disconnected", timeout=5)
+    aside = Server(server.binary, free_port(), server.database, server.log_path, run.token, ["--retain-changes", "3"])
+    aside.start()
+    try:
+        for _ in range(3):
+            status, _ = request("POST", aside.base + "/truck/orders", {"donutId": GLAZED, "quantity": 3}, run.token)
+            if status != 201:
+                raise Failure(f"POST /truck/orders on the second port answered {status}")
+        request("POST", aside.base + "/account/login", {"userName": "Lin"}, run.token)
+        status, probe = request("POST", aside.base + "/observers")
+        wait_until("the change log is pruned past the pages' cursors", lambda: request(
+            "GET", f"{aside.base}/observers/{probe['id']}/changes?since={cursor}&timeout=0")[0] == 410, 10, interval=0.2)
+        request("DELETE", f"{aside.base}/observers/{probe['id']}")
+    finally:
+        aside.stop()
+    run.count += 3
+    restarted = time.monotonic()
+    server.start()
+    c1, c2 = run.both("shows what changed while it was away",
+                      lambda s: s["status"] == "live" and s["orderCount"] == str(run.count) and s["userName"] == "Lin"
+                      and s["orders"][:3] == ["3 × Glazed"] * 3, timeout=10, since=restarted)
+    if run.state(run.first)["observer"] != one["observer"] or run.state(run.second)["observer"] != two["observer"]:
+        raise Failure("a page changed its observer; it should have caught up with the one it had")
+    if stream and not any(" repair " in line for line in run.state(run.first)["changesHeard"]):
+        raise Failure(f"page 1 should have caught up by a repair: {run.state(run.first)['changesHeard']}")
+    run.check.record("writes pruned from the change log while the pages were away shown in both pages"
+                     + (" (page 1 by a repair)" if stream else ""), page1=c1, page2=c2)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build/debug/observable-server"))
     parser.add_argument("--artifacts", default=os.path.join(ROOT, "artifacts"))
-    parser.add_argument("--readme-image", default=os.path.join(ROOT, "docs/images/live-page.png"))
+    parser.add_argument("--images", default=os.path.join(ROOT, "docs/images"),
+                        help="where the screenshots of the page and its parts are copied after a pass ('' for nowhere)")
     parser.add_argument("--no-token", action="store_true", help="run the server without OBSERVABLE_TOKEN")
     args = parser.parse_args()
 
@@ -200,142 +613,25 @@ def main():
     failed = None
     try:
         server.start()
+        stream = offers_stream(server.base)
         pages = [browser(), browser()]
         first, second = pages
         first.get(server.base + "/" + (f"#token={token}" if token else ""))
-        second.get(server.base + "/")
-        state = lambda page: page.execute_script(PAGE_STATE)
-
-        # Both pages have read everything with their own observer and are polling.
-        def ready(page):
-            s = state(page)
-            return s if s["status"] == "live" and s["rows"] == [3, 2, 4] and s["orderCount"] is not None \
-                and len(s["donuts"]) == 4 else None
-        (one, t1), (two, t2) = wait_until("page 1 live", lambda: ready(first), 15), \
-            wait_until("page 2 live", lambda: ready(second), 15)
-        if one["observer"] == two["observer"]:
-            raise Failure("the two pages share an observer")
-        if "#token" in first.current_url:
-            raise Failure("the token stayed in the address bar")
-        check.record("both pages drew the grid (3, 2, 4), the menu and the count", page1=t1, page2=t2)
-
-        # 1. A tap in the first page animates the same circle in the second.
-        dot_id = first.find_element(By.CSS_SELECTOR, '#grid .row[data-row="2"] .dot[data-col="1"]').get_attribute("data-dot-id")
-        taps1 = first.execute_script(DOT_STATE, dot_id)["taps"]
-        taps2 = second.execute_script(DOT_STATE, dot_id)["taps"]
-        circle = first.find_element(By.CSS_SELECTOR, f'[data-dot-id="{dot_id}"]')
-        clicked = time.monotonic()
-        circle.click()
-        seen, tap2 = wait_until("page 2 shows the tap", lambda: matching(
-            lambda d: d["state"] == "tapped", second.execute_script(DOT_STATE, dot_id)), TAP_LIMIT, since=clicked, interval=0.01)
-        if seen["taps"] != taps2 + 1 or seen["transform"] in ("none", ""):
-            raise Failure(f"page 2's circle is not scaled up: {seen}")
-        _, tap1 = wait_until("page 1 shows its own tap", lambda: first.execute_script(DOT_STATE, dot_id)["taps"] == taps1 + 1,
-                             2, since=clicked)
-        _, settled = wait_until("the tap ends on page 2", lambda: second.execute_script(DOT_STATE, dot_id)["state"] == "idle",
-                                3, since=clicked)
-        animated = second.execute_script("return [...document.querySelectorAll('.dot')].filter(d => d.dataset.taps !== '0').length")
-        if animated != 1:
-            raise Failure(f"{animated} circles animated on page 2; only the tapped one should")
-        check.record("tap in page 1 animates the same circle in page 2",
-                     page2_tapped=tap2, page1_tapped=tap1, page2_back_to_idle=settled)
-
-        # 2. An order and a sign-in over HTTP show in both pages.
-        count = int(state(first)["orderCount"])
-        sent = time.monotonic()
-        status, _ = request("POST", server.base + "/truck/orders",
-                            {"donutId": "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001", "quantity": 2}, token)
-        if status != 201:
-            raise Failure(f"POST /truck/orders answered {status}")
-        _, o1 = wait_until("page 1 counts the order", lambda: state(first)["orderCount"] == str(count + 1), 2, since=sent)
-        _, o2 = wait_until("page 2 counts the order", lambda: state(second)["orderCount"] == str(count + 1), 2, since=sent)
-        check.record("order over HTTP counted in both pages", page1=o1, page2=o2)
-        sent = time.monotonic()
-        status, _ = request("POST", server.base + "/account/login", {"userName": "Ada"}, token)
-        if status != 200:
-            raise Failure(f"POST /account/login answered {status}")
-        _, u1 = wait_until("page 1 shows the user", lambda: state(first)["userName"] == "Ada", 2, since=sent)
-        _, u2 = wait_until("page 2 shows the user", lambda: state(second)["userName"] == "Ada", 2, since=sent)
-        check.record("sign-in over HTTP shown in both pages", page1=u1, page2=u2)
-
-        # 3. Random makes one dot glow in both pages; a page then resets it.
-        pressed = time.monotonic()
-        first.find_element(By.ID, "random").click()
-        g1, t1 = wait_until("a dot glows in page 1", lambda: state(first)["glowing"], 2, since=pressed)
-        g2, t2 = wait_until("the same dot glows in page 2", lambda: state(second)["glowing"], 2, since=pressed)
-        if g1 != g2 or len(g1) != 1:
-            raise Failure(f"different glows: page 1 {g1}, page 2 {g2}")
-        time.sleep(0.3)  # the glow's CSS transition runs its course
-        first.save_screenshot(os.path.join(args.artifacts, "page-1.png"))
-        second.save_screenshot(os.path.join(args.artifacts, "page-2.png"))
-        if not state(first)["glowing"] or not state(second)["glowing"]:
-            raise Failure("the glow ended before the screenshots; it should last about a second")
-        _, ended = wait_until("the glow ends in both pages",
-                              lambda: not state(first)["glowing"] and not state(second)["glowing"], 4, since=pressed)
-        status, dot = request("GET", server.base + f"/grid/dots/{g1[0]}", token=token)
-        if status != 200 or dot["isRandomAnimated"]:
-            raise Failure(f"the dot is still glowing on the server after the pages ended the glow: {status} {dot}")
-        check.record("Random glows the same dot in both pages, then a page resets it",
-                     page1=t1, page2=t2, glow_over_in_both=ended)
-
-        # 4. Without the write token a page observes but cannot write.
+        second.get(server.base + "/#feed=poll")
+        run = Run(server, first, second, token, args.artifacts, check)
+        one, two = check_ready(run, stream)
+        check_tap(run)
+        check_order_and_sign_in(run)
+        check_random(run)
         if token:
-            # Its own reset of the glow may already have been refused;
-            # otherwise a click on Add order is.
-            if not state(second)["orderDisabled"]:
-                second.find_element(By.ID, "add-order").click()
-            page, _ = wait_until("page 2 shows the 401", lambda: matching(lambda s: s["messageStatus"] == "401", state(second)), 2)
-            if "401" not in (page["message"] or ""):
-                raise Failure(f"the 401 is not shown: {page['message']!r}")
-            page, _ = wait_until("page 2's buttons are disabled",
-                                 lambda: matching(lambda s: s["randomDisabled"] and s["orderDisabled"], state(second)), 2)
-            if page["access"] != "read-only" or page["orderCount"] != str(count + 1):
-                raise Failure(f"page 2 should be read-only with the count unchanged: {page}")
-            second.save_screenshot(os.path.join(args.artifacts, "page-2-read-only.png"))
-            second.find_element(By.ID, "token").send_keys(token)
-            second.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
-            wait_until("page 2's buttons are enabled with the token", lambda: not state(second)["orderDisabled"], 2)
-            pressed = time.monotonic()
-            second.find_element(By.ID, "add-order").click()
-            _, o2 = wait_until("page 2 counts its order", lambda: state(second)["orderCount"] == str(count + 2), 2, since=pressed)
-            _, o1 = wait_until("page 1 counts it", lambda: state(first)["orderCount"] == str(count + 2), 2, since=pressed)
-            check.record("page without the token: 401 shown and buttons disabled, then writes with the typed token",
-                         order_in_page2=o2, order_in_page1=o1)
-            count += 1
-
-        # 5. The server stops and comes back: both pages say so and recover.
-        stopped = time.monotonic()
-        code = server.stop()
-        if code != 0:
-            raise Failure(f"the server exited with {code} on SIGTERM")
-        _, d1 = wait_until("page 1 says disconnected", lambda: state(first)["status"] == "disconnected", 5, since=stopped)
-        _, d2 = wait_until("page 2 says disconnected", lambda: state(second)["status"] == "disconnected", 5, since=stopped)
-        for page in pages:
-            text = state(page)["statusText"]
-            if "disconnected" not in text:
-                raise Failure(f"the status line says {text!r}")
-        first.save_screenshot(os.path.join(args.artifacts, "page-1-disconnected.png"))
-        second.save_screenshot(os.path.join(args.artifacts, "page-2-disconnected.png"))
-        time.sleep(1)
-        restarted = time.monotonic()
-        server.start()
-        _, r1 = wait_until("page 1 is live again", lambda: state(first)["status"] == "live", 10, since=restarted)
-        _, r2 = wait_until("page 2 is live again", lambda: state(second)["status"] == "live", 10, since=restarted)
-        sent = time.monotonic()
-        status, _ = request("POST", server.base + "/truck/orders",
-                            {"donutId": "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0002", "quantity": 1}, token)
-        if status != 201:
-            raise Failure(f"POST /truck/orders after the restart answered {status}")
-        _, n1 = wait_until("page 1 counts the new order", lambda: state(first)["orderCount"] == str(count + 2), 3, since=sent)
-        _, n2 = wait_until("page 2 counts the new order", lambda: state(second)["orderCount"] == str(count + 2), 3, since=sent)
-        if state(first)["observer"] != one["observer"] or state(second)["observer"] != two["observer"]:
-            raise Failure("a page changed its observer across the restart; it should resume with the one it had")
-        first.save_screenshot(os.path.join(args.artifacts, "page-1-recovered.png"))
-        second.save_screenshot(os.path.join(args.artifacts, "page-2-recovered.png"))
-        check.record("disconnected on SIGTERM, live again after the restart, new order counted",
-                     page1_disconnected=d1, page2_disconnected=d2,
-                     page1_live_after_start=r1, page2_live_after_start=r2,
-                     order_in_page1=n1, order_in_page2=n2)
+            check_read_only(run)
+        check_account(run)
+        check_jobs(run)
+        check_game(run)
+        check_posts(run)
+        shoot_whole_page(run)
+        check_restart(run, one, two, stream)
+        check_past_retention(run, one, two, stream)
     except Exception as error:  # report any failure, keep the evidence
         failed = error
         for index, page in enumerate(pages, 1):
@@ -366,9 +662,11 @@ def main():
         print(f"FAIL {failed}", file=sys.stderr)
         print(f"{len(results)} passed, 1 failed ({elapsed:.1f} s); see {args.artifacts}")
         return 1
-    if args.readme_image:
-        os.makedirs(os.path.dirname(args.readme_image), exist_ok=True)
-        shutil.copyfile(os.path.join(args.artifacts, "page-1.png"), args.readme_image)
+    if args.images:
+        os.makedirs(args.images, exist_ok=True)
+        shutil.copyfile(os.path.join(args.artifacts, "page-1-all.png"), os.path.join(args.images, "live-page.png"))
+        for _, name in PARTS:
+            shutil.copyfile(os.path.join(args.artifacts, name), os.path.join(args.images, name))
     print(f"{len(results)} passed, 0 failed ({elapsed:.1f} s); screenshots in {args.artifacts}")
     return 0
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs scripts/browser-test.py: the live page in two headless Chromium
-# windows against a real server. Installs Debian's chromium and
-# chromium-driver and PyPI's selenium when they are missing. Arguments go to
-# the Python script (--binary PATH, --artifacts DIR, --no-token); build the
-# server first (swift build).
+# windows against a real server. Installs Debian's chromium,
+# chromium-driver and fonts-noto-color-emoji (the memory game's cards, in
+# the screenshots) and PyPI's selenium when they are missing. Arguments go
+# to the Python script (--binary PATH, --artifacts DIR, --images DIR,
+# --no-token); build the server first (swift build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for package in chromium chromium-driver; do
+for package in chromium chromium-driver fonts-noto-color-emoji; do
     dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then

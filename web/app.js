@@ -1,16 +1,22 @@
 // The live page of observable-server. It uses nothing but the public HTTP
 // API: one observer per page, reads made with that observer (so the server
-// tracks exactly what the page draws), and a long-polling change feed whose
-// changes are applied, one by one, to the element each one names.
+// tracks exactly what the page draws), and one change feed, a stream of
+// Server-Sent Events or long-polls where no stream opens, whose changes are
+// applied, one by one, to the element each one names.
 "use strict";
 
 const POLL_TIMEOUT = 25;       // seconds a poll may wait on the server
+const STREAM_OPEN_MS = 3000;   // a stream not open by then is taken as unavailable
 const OBSERVER_TTL = 300;      // seconds an unused observer lives
 const TAP_MS = 450;            // a tap stays visible at least this long
 const GLOW_RESET_MS = 1000;    // a glow is turned off after this long
 const BACKOFF_FIRST = 500;     // first wait after a failure, ms; doubles
 const BACKOFF_MAX = 5000;
 const LOG_LENGTH = 8;          // changes shown in "Changes heard"
+const ORDERS_SHOWN = 5;        // newest orders listed
+const POST_COLUMNS = 3;
+const POST_SCALE = 0.3;        // pixels per unit of a post's height
+const POST_MAX_PX = 240;       // the tallest a tile is drawn
 const TOKEN_KEY = "observable-server.token";
 
 const $ = (id) => document.getElementById(id);
@@ -18,10 +24,20 @@ const $ = (id) => document.getElementById(id);
 const page = {
   token: "",
   observer: null,     // the observer's id
-  cursor: null,       // `since` of the next poll
-  needsRead: true,    // read everything again before the next poll
+  cursor: null,       // seq of the last change applied: `since` of the next poll or stream
+  needsRead: true,    // read everything again before following the feed
+  feed: null,         // "stream" or "poll"; null: try a stream first
+  onlyPoll: false,    // #feed=poll: never open a stream
+  source: null,       // the open EventSource
   writeDenied: false, // a write was answered 401
   dots: new Map(),    // dot id -> its circle
+  donuts: new Map(),  // donut id -> name, menu order
+  orders: new Map(),  // order id -> order, creation order
+  jobs: new Map(),    // job id -> its list item
+  serverJobs: new Set(), // jobs known to be advanced by the server
+  game: null,         // {id, cards: Map card id -> button, isOver}
+  postsLayout: "roundRobin",
+  postsRead: 0,       // numbers the reads of the posts, so a late answer is dropped
   wake: null,         // ends the current back-off wait early
 };
 
@@ -55,7 +71,16 @@ async function api(method, path, { body, observe = false, signal, keepalive = fa
   return { status: response.status, json, cursor: cursor === null ? null : Number(cursor) };
 }
 
-// MARK: - Observer, reads and the change feed
+/// A GET with the page's observer, so the server tracks what it answers.
+async function read(path) {
+  const response = await api("GET", path, { observe: true });
+  if (response.status !== 200) throw new Answer(response, `reading ${path.split("?")[0]}`);
+  return response;
+}
+
+const enc = encodeURIComponent;
+
+// MARK: - Observer and reads
 
 async function createObserver() {
   const response = await api("POST", "observers", { body: { ttlSeconds: OBSERVER_TTL } });
@@ -64,51 +89,130 @@ async function createObserver() {
   page.needsRead = true;
 }
 
-/// Reads what the page draws, with the observer, and draws it. Polling from
-/// the smallest of the answers' cursors neither misses a change nor repeats
-/// one for a property (each property counts from the read that first saw it).
+/// Reads what the page draws, with the observer, and draws it. Following
+/// the feed from the smallest of the answers' cursors neither misses a
+/// change nor repeats one for a property (each property counts from the
+/// read that first saw it).
 async function readEverything() {
   const reads = await Promise.all([
-    api("GET", "grid", { observe: true }),
-    api("GET", "truck?fields=name,orderCount", { observe: true }),
-    api("GET", "truck/donuts?fields=name", { observe: true }),
-    api("GET", "account?fields=userName", { observe: true }),
+    read("grid"),
+    read("truck?fields=name,orders,orderCount"),
+    read("truck/donuts?fields=name"),
+    read("account?fields=userName"),
+    read("jobs"),
+    read("games?fields=id"),  // the games' membership; only the newest is read whole
+    read(postsPath()),
   ]);
-  for (const response of reads) {
-    if (response.status !== 200) throw new Answer(response, "reading");
-  }
-  const [grid, truck, donuts, account] = reads.map((response) => response.json);
+  const [grid, truck, donuts, account, jobs, games, posts] = reads.map((response) => response.json);
+  const game = await readGame(games.games);
+  if (game) reads.push(game);
   drawGrid(grid.rows);
   $("truck-name").textContent = truck.name;
   setOrderCount(truck.orderCount, false);
   drawDonuts(donuts.donuts);
+  drawOrders(truck.orders);
   setUserName(account.userName);
+  drawJobs(jobs.jobs);
+  drawGame(game ? game.json : null);
+  drawPosts(posts.columns);
   page.cursor = Math.min(...reads.map((response) => response.cursor));
   page.needsRead = false;
 }
 
-/// One long-poll; applies what it brings.
-async function poll() {
+/// The newest of `games`, read whole; null when there is none, or when it
+/// was deleted meanwhile (its removal then comes through the feed).
+async function readGame(games) {
+  const newest = games[games.length - 1];
+  if (!newest) return null;
+  try {
+    return await read(`games/${enc(newest.id)}`);
+  } catch (error) {
+    if (error instanceof Answer && error.status === 404 && error.detail.startsWith("no game")) return null;
+    throw error;
+  }
+}
+
+// MARK: - The change feed
+
+/// Follows the feed through one EventSource until it ends. Resolves
+/// "unavailable" when it never opened (a server without streams answers a
+/// long-poll's JSON, which EventSource refuses; a read token it cannot
+/// send; a stopped server), "ended" when an open stream broke off. A
+/// `gone` event (the cursor is past the server's retention) rejects with
+/// the 410 it carries.
+function stream() {
+  return new Promise((resolve, reject) => {
+    const source = new EventSource(
+      `observers/${enc(page.observer)}/changes?since=${page.cursor}&repair=true`);
+    page.source = source;
+    let opened = false;
+    let done = false;
+    const finish = (outcome) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      source.close();
+      if (page.source === source) page.source = null;
+      if (outcome instanceof Error) reject(outcome); else resolve(outcome);
+    };
+    // A server without streams parks this request as a long-poll.
+    const timer = setTimeout(() => finish("unavailable"), STREAM_OPEN_MS);
+    source.onopen = () => {
+      opened = true;
+      clearTimeout(timer);
+      page.feed = "stream";
+      setStatus("live");
+      showObserver();
+    };
+    source.addEventListener("changes", (event) => receive(JSON.parse(event.data)));
+    source.addEventListener("gone", (event) => {
+      let problem = null;
+      try { problem = JSON.parse(event.data); } catch (_) { problem = null; }
+      finish(new Answer({ status: 410, json: problem }, "streaming"));
+    });
+    // EventSource would reconnect by itself, from the URL's `since`; the
+    // page reconnects instead, from the cursor it has reached.
+    source.onerror = () => finish(opened ? "ended" : "unavailable");
+  });
+}
+
+/// One long-poll, waiting up to `timeout` seconds; applies what it brings.
+async function poll(timeout = POLL_TIMEOUT) {
   const abort = new AbortController();
-  // A server that vanished without closing the connection must not hold
-  // the page forever.
-  const timer = setTimeout(() => abort.abort(), (POLL_TIMEOUT + 15) * 1000);
+  const timer = setTimeout(() => abort.abort(), (timeout + 15) * 1000);
   try {
     const response = await api("GET",
-      `observers/${encodeURIComponent(page.observer)}/changes?since=${page.cursor}&timeout=${POLL_TIMEOUT}`,
+      `observers/${enc(page.observer)}/changes?since=${page.cursor}&timeout=${timeout}`,
       { signal: abort.signal });
     if (response.status !== 200) throw new Answer(response, "polling");
     setStatus("live");
-    for (const change of response.json.changes) apply(change);
-    page.cursor = response.json.cursor;
-    showObserver();
+    receive(response.json);
   } finally {
     clearTimeout(timer);
   }
 }
 
-/// Observes until the page is closed: creates the observer, reads, polls,
-/// and recovers from whatever the server or the network does meanwhile.
+/// Applies one answer of the feed, `{"cursor", "changes"}`, from a poll or
+/// a stream's event. A change at or before the page's cursor was applied
+/// already, so it is skipped if it ever comes again.
+function receive(answer) {
+  for (const change of answer.changes) {
+    const applied = change.op !== "repair" && typeof change.seq === "number" && change.seq <= page.cursor;
+    if (!applied) apply(change);
+  }
+  page.cursor = answer.cursor;
+  showObserver();
+  // A repair brings back the properties the page read, but not reads of
+  // another shape (the grid's rows, the posts' columns): those are read again.
+  if (answer.changes.some((change) => change.op === "repair")) {
+    rereadGrid();
+    refreshPosts();
+  }
+}
+
+/// Observes until the page is closed: creates the observer, reads, follows
+/// the feed, and recovers from whatever the server or the network does
+/// meanwhile.
 async function run() {
   let backoff = BACKOFF_FIRST;
   let startAgainAtOnce = true;  // the first 404 or 410 in a row
@@ -117,22 +221,38 @@ async function run() {
     try {
       if (!page.observer) await createObserver();
       if (page.needsRead) await readEverything();
-      setStatus("live");
       showObserver();
-      await poll();
+      if (page.onlyPoll || page.feed === "poll") {
+        // Until a poll has answered, one that answers at once tells
+        // whether the server can be reached.
+        const live = $("status").dataset.state === "live";
+        page.feed = "poll";
+        await poll(live ? POLL_TIMEOUT : 0);
+      } else if (await stream() === "ended") {
+        // The server stopped or the connection broke: open a new stream
+        // soon, from the cursor the page has reached.
+        setStatus("disconnected", "disconnected — reconnecting");
+        page.feed = null;
+        await pause(BACKOFF_FIRST);
+      } else {
+        // No stream here: long-poll instead. The next time the server
+        // cannot be reached, a stream is tried again.
+        page.feed = "poll";
+      }
       backoff = BACKOFF_FIRST;
       startAgainAtOnce = true;
       continue;
     } catch (error) {
       wait = backoff;
+      page.feed = null;
       if (!(error instanceof Answer)) {
         // The server cannot be reached (stopped, restarting, network gone).
         setStatus("disconnected", `disconnected — retrying in ${(backoff / 1000).toFixed(1)} s`);
       } else if (error.status === 404 || error.status === 410) {
         // 404: the observer is gone (expired, deleted, another database), so
         // a new one reads everything again. 410: the feed no longer holds
-        // our cursor, so read again and poll from there. The server is up,
-        // so go on at once, unless that is what just failed.
+        // our cursor, so read again and follow from there. The server is
+        // up, so go on at once, unless that is what just failed.
         if (error.status === 404) page.observer = null;
         page.needsRead = true;
         setStatus("connecting", error.status === 404 ? "observer gone — starting again" : "cursor too old — reading again");
@@ -168,27 +288,56 @@ function pause(ms) {
 
 // MARK: - Applying changes
 
-/// Applies one change to the one element its path names.
+/// Applies one change to the one element its path names. A repair (sent
+/// after the page fell behind the server's retention) gives a property's
+/// current value, so it is applied as a set.
 function apply(change) {
   logChange(change);
-  const [, model, collection, id, field] = change.path.split("/");
+  const [model, ...rest] = change.path.split("/").slice(1);
+  const value = change.new;
+  const inserted = change.op === "insert";
+  const removed = change.op === "remove";
   if (model === "grid") {
-    if (collection === "rows" && change.op === "insert") {
-      insertIntoGrid(change.new);
-    } else if (collection === "dots" && page.dots.has(id)) {
+    const [what, id, field] = rest;  // rows, dots/{id}/{field}
+    if (what === "rows" && inserted) {
+      insertIntoGrid(value);
+    } else if (what === "dots" && page.dots.has(id)) {
       const dot = page.dots.get(id);
-      if (field === "isTapAnimated") setTapped(dot, change.new === true);
-      if (field === "isRandomAnimated") setGlowing(dot, change.new === true);
+      if (field === "isTapAnimated") setTapped(dot, value === true);
+      if (field === "isRandomAnimated") setGlowing(dot, value === true);
     }
   } else if (model === "truck") {
-    if (collection === "orderCount") setOrderCount(change.new, true);
-    else if (collection === "name") $("truck-name").textContent = change.new;
-    else if (collection === "donuts" && id === undefined) {
-      if (change.op === "insert") addDonut(change.new);
-      if (change.op === "remove") removeDonut(change.old.id);
-    } else if (collection === "donuts" && field === "name") setDonutName(id, change.new);
-  } else if (model === "account" && collection === "userName") {
-    setUserName(change.new);
+    const [what, id, field] = rest;  // name, orderCount, donuts[/{id}/name], orders
+    if (what === "orderCount") setOrderCount(value, true);
+    else if (what === "name") $("truck-name").textContent = value;
+    else if (what === "donuts" && inserted) addDonut(value);
+    else if (what === "donuts" && removed) removeDonut(change.old.id);
+    else if (what === "donuts" && field === "name") setDonutName(id, value);
+    else if (what === "orders" && (inserted || removed)) {
+      if (inserted) page.orders.set(value.id, value);
+      else page.orders.delete(change.old.id);
+      showOrders();
+    }
+  } else if (model === "account" && rest[0] === "userName") {
+    setUserName(value);
+  } else if (model === "jobs") {
+    const [id, field] = rest;  // nothing (membership), {id}/progress, {id}/isComplete
+    if (inserted) addJob(value);
+    else if (removed) removeJob(change.old.id);
+    else if (field === "progress") setJobProgress(id, value);
+    else if (field === "isComplete") setJobComplete(id, value === true);
+  } else if (model === "games") {
+    const [id, what, cardId, field] = rest;  // nothing (membership), {id}/isOver, {id}/cards/{cardId}/{field}
+    if (inserted) drawGame(value);
+    else if (removed && page.game && page.game.id === change.old.id) reloadGame();
+    else if (page.game && page.game.id === id) {
+      if (what === "cards" && cardId) setCard(cardId, field, value === true);
+      if (what === "isOver") setGameOver(value === true);
+    }
+  } else if (model === "posts" && (inserted || removed)) {
+    // Where a post goes depends on the layout and on every post before
+    // it, so the page asks the server to deal the columns again.
+    refreshPosts();
   }
 }
 
@@ -198,6 +347,7 @@ function logChange(change) {
   const shortPath = change.path.replace(/[0-9a-f]{8}-[0-9a-f-]{23}([0-9a-f]{4})/g, "…$1");
   let value;
   if (change.op === "set") value = `${JSON.stringify(change.old)} → ${JSON.stringify(change.new)}`;
+  else if (change.op === "repair") value = `repair → ${JSON.stringify(change.new)}`;
   else value = change.op;
   item.textContent = `#${change.seq} ${shortPath} ${value}`;
   log.prepend(item);
@@ -214,6 +364,14 @@ function drawGrid(rows) {
   rows.forEach((dots, row) => {
     dots.forEach((dot, col) => addDot(row, col, dot));
   });
+}
+
+async function rereadGrid() {
+  try {
+    drawGrid((await read("grid")).json.rows);
+  } catch (_) {
+    // The feed's own recovery reads everything again if the server is gone.
+  }
 }
 
 function rowElement(row) {
@@ -321,6 +479,10 @@ async function tap(dot) {
   await write("POST", `grid/dots/${encodeURIComponent(dot.dataset.dotId)}/tap`, undefined, "tap");
 }
 
+async function randomDot() {
+  await write("POST", "grid/random", undefined, "pick a random dot");
+}
+
 // MARK: - Food truck and account
 
 function setOrderCount(count, changed) {
@@ -336,28 +498,55 @@ function setOrderCount(count, changed) {
 
 function drawDonuts(donuts) {
   $("donuts").replaceChildren();
+  $("order-donut").replaceChildren();
+  page.donuts.clear();
   donuts.forEach(addDonut);
 }
 
 function addDonut(donut) {
-  const list = $("donuts");
-  let item = list.querySelector(`[data-donut-id="${CSS.escape(donut.id)}"]`);
+  page.donuts.set(donut.id, donut.name);
+  const selector = `[data-donut-id="${CSS.escape(donut.id)}"]`;
+  let item = $("donuts").querySelector(selector);
   if (!item) {
     item = document.createElement("li");
     item.dataset.donutId = donut.id;
-    list.append(item);
+    $("donuts").append(item);
+    const option = document.createElement("option");
+    option.value = donut.id;
+    option.dataset.donutId = donut.id;
+    $("order-donut").append(option);
   }
-  item.textContent = donut.name;
+  setDonutName(donut.id, donut.name);
 }
 
 function removeDonut(id) {
-  const item = $("donuts").querySelector(`[data-donut-id="${CSS.escape(id)}"]`);
-  if (item) item.remove();
+  page.donuts.delete(id);
+  for (const element of document.querySelectorAll(`[data-donut-id="${CSS.escape(id)}"]`)) element.remove();
+  showOrders();
 }
 
 function setDonutName(id, name) {
-  const item = $("donuts").querySelector(`[data-donut-id="${CSS.escape(id)}"]`);
-  if (item) item.textContent = name;
+  if (!page.donuts.has(id)) return;
+  page.donuts.set(id, name);
+  for (const element of document.querySelectorAll(`[data-donut-id="${CSS.escape(id)}"]`)) element.textContent = name;
+  showOrders();
+}
+
+function drawOrders(orders) {
+  page.orders.clear();
+  for (const order of orders) page.orders.set(order.id, order);
+  showOrders();
+}
+
+/// The newest orders, newest first, with their donuts' names.
+function showOrders() {
+  const newest = [...page.orders.values()].slice(-ORDERS_SHOWN).reverse();
+  $("orders").replaceChildren(...newest.map((order) => {
+    const item = document.createElement("li");
+    item.dataset.orderId = order.id;
+    item.textContent = `${order.quantity} × ${page.donuts.get(order.donutId) || "a donut no longer on the menu"}`;
+    return item;
+  }));
 }
 
 function setUserName(name) {
@@ -366,35 +555,282 @@ function setUserName(name) {
   output.dataset.signedIn = String(name !== null);
 }
 
-async function addOrder() {
-  const first = $("donuts").querySelector("li");
-  if (!first) return showMessage("There is no donut on the menu to order.");
-  await write("POST", "truck/orders", { donutId: first.dataset.donutId, quantity: 1 }, "add an order");
+async function addOrder(event) {
+  event.preventDefault();
+  const donutId = $("order-donut").value;
+  if (!donutId) return showMessage("There is no donut on the menu to order.");
+  await write("POST", "truck/orders", { donutId, quantity: 1 }, "add an order");
 }
 
-async function randomDot() {
-  await write("POST", "grid/random", undefined, "pick a random dot");
+async function signIn(event) {
+  event.preventDefault();
+  const userName = $("login-name").value.trim();
+  if (!userName) return showMessage("Type a user name to sign in.");
+  const response = await write("POST", "account/login", { userName }, "sign in");
+  if (response && response.status === 200) $("login-name").value = "";
+}
+
+async function signOut() {
+  await write("POST", "account/logout", undefined, "sign out");
+}
+
+// MARK: - Jobs
+
+function drawJobs(jobs) {
+  $("jobs").replaceChildren();
+  page.jobs.clear();
+  jobs.forEach(addJob);
+}
+
+/// A job as a list item: a progress bar, its numbers, and buttons to report
+/// progress and to cancel (or remove, once complete).
+function addJob(job) {
+  if (page.jobs.has(job.id)) return;
+  const item = document.createElement("li");
+  item.className = "job";
+  item.dataset.jobId = job.id;
+  const name = `job …${job.id.slice(-4)}`;
+  const label = document.createElement("span");
+  label.className = "job-name";
+  label.textContent = name;
+  const bar = document.createElement("progress");
+  bar.setAttribute("aria-label", `progress of ${name}`);
+  const numbers = document.createElement("output");
+  const report = writeButton("+10%", `report 10% more progress on ${name}`, () => reportProgress(job.id));
+  report.className += " report";
+  const cancel = writeButton("Cancel", `cancel ${name}`, () =>
+    write("DELETE", `jobs/${enc(job.id)}`, undefined, `remove ${name}`));
+  cancel.className += " cancel";
+  item.append(label, bar, numbers, report, cancel);
+  $("jobs").prepend(item);
+  page.jobs.set(job.id, item);
+  setJobProgress(job.id, job.progress);
+  setJobComplete(job.id, job.isComplete);
+  if (page.serverJobs.has(job.id)) markServerJob(job.id);
+}
+
+function removeJob(id) {
+  const item = page.jobs.get(id);
+  if (item) item.remove();
+  page.jobs.delete(id);
+}
+
+function setJobProgress(id, progress) {
+  const item = page.jobs.get(id);
+  if (!item) return;
+  const bar = item.querySelector("progress");
+  bar.max = progress.total;
+  bar.value = progress.current;
+  item.querySelector("output").textContent = `${progress.current} / ${progress.total}`;
+  item.dataset.current = String(progress.current);
+  item.dataset.total = String(progress.total);
+}
+
+function setJobComplete(id, complete) {
+  const item = page.jobs.get(id);
+  if (!item) return;
+  item.dataset.complete = String(complete);
+  item.querySelector(".report").hidden = complete || item.dataset.driver === "server";
+  item.querySelector(".cancel").textContent = complete ? "Remove" : "Cancel";
+}
+
+/// The API does not say who advances a job; the page learns it when it
+/// starts one, or when its report is refused.
+function markServerJob(id) {
+  page.serverJobs.add(id);
+  const item = page.jobs.get(id);
+  if (!item) return;
+  item.dataset.driver = "server";
+  item.querySelector(".report").hidden = true;
+}
+
+async function startJob(byServer) {
+  const body = { total: Number($("job-total").value) };
+  if (byServer) {
+    body.step = Number($("job-step").value);
+    body.intervalMs = Number($("job-interval").value);
+  }
+  const response = await write("POST", "jobs", body, "start a job");
+  if (byServer && response && response.status === 201) markServerJob(response.json.id);
+}
+
+async function reportProgress(id) {
+  const item = page.jobs.get(id);
+  const total = Number(item.dataset.total);
+  const current = Math.min(total, Number(item.dataset.current) + Math.ceil(total / 10));
+  const response = await write("POST", `jobs/${enc(id)}/progress`, { current }, "report progress");
+  if (response && response.status === 422 && /advanced by the server/.test(response.json.detail)) {
+    markServerJob(id);
+    showMessage("");
+  }
+}
+
+// MARK: - Memory game
+
+/// Draws `game` (null: none) as a row of cards that can be chosen. The page
+/// shows the newest game; one dealt later, here or elsewhere, replaces it.
+function drawGame(game) {
+  const table = $("game");
+  table.replaceChildren();
+  page.game = game && { id: game.id, cards: new Map(), isOver: false };
+  table.dataset.gameId = game ? game.id : "";
+  if (!game) return showGameState();
+  game.cards.forEach((card, index) => {
+    const button = writeButton("", "", () =>
+      write("POST", `games/${enc(game.id)}/cards/${enc(card.id)}/choose`, undefined, "choose a card"));
+    button.className += " playing-card";
+    button.dataset.cardId = card.id;
+    button.dataset.index = String(index + 1);
+    button.dataset.content = card.content;
+    table.append(button);
+    page.game.cards.set(card.id, button);
+    setCard(card.id, "isFaceUp", card.isFaceUp);
+    setCard(card.id, "isMatched", card.isMatched);
+  });
+  setGameOver(game.isOver);
+}
+
+async function reloadGame() {
+  try {
+    const games = await read("games?fields=id");
+    const game = await readGame(games.json.games);
+    drawGame(game ? game.json : null);
+  } catch (_) {
+    // The feed's own recovery reads everything again if the server is gone.
+  }
+}
+
+function setCard(cardId, field, on) {
+  const button = page.game && page.game.cards.get(cardId);
+  if (!button) return;
+  if (field === "isFaceUp") button.dataset.faceUp = String(on);
+  else if (field === "isMatched") button.dataset.matched = String(on);
+  else return;
+  const shown = button.dataset.faceUp === "true" || button.dataset.matched === "true";
+  button.textContent = shown ? button.dataset.content : "";
+  const state = button.dataset.matched === "true" ? "matched" : shown ? "face up" : "face down";
+  button.setAttribute("aria-label", `card ${button.dataset.index}, ${shown ? button.dataset.content + ", " : ""}${state}`);
+  showGameState();
+}
+
+function setGameOver(over) {
+  if (!page.game) return;
+  page.game.isOver = over;
+  showGameState();
+}
+
+function showGameState() {
+  const state = $("game-state");
+  if (!page.game) {
+    state.textContent = "No game yet.";
+    state.dataset.matchedPairs = "0";
+    return;
+  }
+  const cards = [...page.game.cards.values()];
+  const pairs = cards.filter((card) => card.dataset.matched === "true").length / 2;
+  state.dataset.matchedPairs = String(pairs);
+  state.dataset.over = String(page.game.isOver);
+  state.textContent = page.game.isOver
+    ? `All ${pairs} pairs matched: game over.`
+    : `Matched ${pairs} of ${cards.length / 2} pairs.`;
+}
+
+async function newGame(event) {
+  event.preventDefault();
+  await write("POST", "games", { pairs: Number($("game-pairs").value) }, "deal a new game");
+}
+
+// MARK: - Staggered posts
+
+function postsPath() {
+  return `posts/staggered?columns=${POST_COLUMNS}&layout=${page.postsLayout}`;
+}
+
+/// Draws the columns as the server dealt them. A post is a tile as tall as
+/// its height (scaled); the image itself is not loaded, since the page
+/// fetches nothing from other servers.
+function drawPosts(columns) {
+  const wall = $("posts");
+  wall.dataset.layout = page.postsLayout;
+  wall.replaceChildren(...columns.map((posts, index) => {
+    const column = document.createElement("div");
+    column.className = "post-column";
+    column.dataset.column = String(index);
+    column.setAttribute("aria-label", `column ${index + 1}`);
+    column.append(...posts.map((post) => {
+      const tile = document.createElement("div");
+      tile.className = "post";
+      tile.dataset.postId = post.id;
+      tile.dataset.height = String(post.height);
+      tile.style.height = `${Math.min(POST_MAX_PX, Math.max(18, post.height * POST_SCALE))}px`;
+      tile.title = post.imageURL;
+      tile.textContent = `${post.height} · ${post.imageURL.replace(/^.*\//, "") || post.imageURL}`;
+      return tile;
+    }));
+    return column;
+  }));
+}
+
+/// Reads the staggered columns again (after a post came or went, or the
+/// layout changed). Only the newest read is drawn.
+async function refreshPosts() {
+  if (!page.observer) return;
+  const number = ++page.postsRead;
+  let response;
+  try {
+    response = await api("GET", postsPath(), { observe: true });
+  } catch (_) {
+    return;  // the feed's own recovery reads everything again
+  }
+  if (number === page.postsRead && response.status === 200) drawPosts(response.json.columns);
+}
+
+async function addPost(event) {
+  event.preventDefault();
+  const body = { imageURL: $("post-url").value.trim(), height: Number($("post-height").value) };
+  await write("POST", "posts", body, "add a post");
+}
+
+function chooseLayout(event) {
+  page.postsLayout = event.target.value;
+  refreshPosts();
 }
 
 // MARK: - Writes, tokens and messages
 
 /// A write the user asked for. Its effect arrives through the change feed,
-/// like everyone else's; only a refusal is shown here.
+/// like everyone else's; only a refusal is shown here. Returns the answer,
+/// or null when the server cannot be reached.
 async function write(method, path, body, what) {
   let response;
   try {
     response = await api(method, path, { body });
   } catch (_) {
-    return showMessage(`Could not ${what}: the server cannot be reached.`, "network");
+    showMessage(`Could not ${what}: the server cannot be reached.`, "network");
+    return null;
   }
+  const detail = response.json && response.json.detail ? response.json.detail : "";
   if (response.status === 401) {
     denyWrites();
-    return showMessage(`Could not ${what}: 401 — ${response.json ? response.json.detail : "a token is needed"}`, "401");
+    showMessage(`Could not ${what}: 401 — ${detail || "a token is needed"}`, "401");
+  } else if (response.status >= 300) {
+    showMessage(`Could not ${what}: ${response.status} — ${detail}`, String(response.status));
+  } else {
+    showMessage("");
   }
-  if (response.status >= 300) {
-    return showMessage(`Could not ${what}: ${response.status} — ${response.json ? response.json.detail : ""}`, String(response.status));
-  }
-  showMessage("");
+  return response;
+}
+
+/// A button that writes: disabled while the page may not write.
+function writeButton(text, label, onClick) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "write";
+  button.textContent = text;
+  if (label) button.setAttribute("aria-label", label);
+  button.disabled = page.writeDenied;
+  button.addEventListener("click", onClick);
+  return button;
 }
 
 function denyWrites() {
@@ -442,13 +878,15 @@ function showMessage(text, status) {
 function setStatus(state, text) {
   const status = $("status");
   status.dataset.state = state;
-  status.textContent = text || (state === "live" ? "live — observing" : state);
+  const live = page.feed === "stream" ? "live — streaming" : "live — long-polling";
+  status.textContent = text || (state === "live" ? live : state);
   document.body.dataset.connection = state;
+  document.body.dataset.feed = page.feed || "";
 }
 
 function showObserver() {
-  $("observer-info").textContent =
-    `observer ${page.observer} · cursor ${page.cursor} · ${page.dots.size} dots`;
+  const feed = page.feed === "stream" ? "stream" : page.feed === "poll" ? "long-poll" : "no feed yet";
+  $("observer-info").textContent = `observer ${page.observer} · cursor ${page.cursor} · ${feed}`;
   document.body.dataset.observer = page.observer || "";
   document.body.dataset.cursor = String(page.cursor);
 }
@@ -458,25 +896,41 @@ function showObserver() {
 function start() {
   // A token given as #token=… is kept for this tab and taken off the
   // address bar, so it is not bookmarked or shared by accident.
+  // #feed=poll keeps the page on long-polls, even where a stream would open.
   const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
-  if (match) {
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-    history.replaceState(null, "", location.pathname + location.search);
-  }
+  if (match) sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+  page.onlyPoll = /(?:^#|&)feed=poll(?:&|$)/.test(location.hash);
+  if (match) history.replaceState(null, "", location.pathname + location.search + (page.onlyPoll ? "#feed=poll" : ""));
   page.token = sessionStorage.getItem(TOKEN_KEY) || "";
   showAccess();
 
   $("random").addEventListener("click", randomDot);
-  $("add-order").addEventListener("click", addOrder);
+  $("order-form").addEventListener("submit", addOrder);
+  $("login-form").addEventListener("submit", signIn);
+  $("sign-out").addEventListener("click", signOut);
+  $("job-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    startJob(true);
+  });
+  $("start-client-job").addEventListener("click", () => startJob(false));
+  $("game-form").addEventListener("submit", newGame);
+  $("post-form").addEventListener("submit", addPost);
+  // A post needs an http(s) URL; the page never loads it.
+  $("post-url").value = new URL("images/photo.jpg", location.href).href;
+  for (const radio of document.querySelectorAll('#posts-layout input[name="layout"]')) {
+    radio.addEventListener("change", chooseLayout);
+  }
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     useToken($("token").value.trim());
   });
   $("forget-token").addEventListener("click", () => useToken(""));
-  // Leaving the page frees its observer; a page restored later makes a new one.
+  // Leaving the page ends its stream and frees its observer; a page
+  // restored later makes a new one.
   window.addEventListener("pagehide", () => {
+    if (page.source) page.source.close();
     if (!page.observer) return;
-    api("DELETE", `observers/${encodeURIComponent(page.observer)}`, { keepalive: true }).catch(() => {});
+    api("DELETE", `observers/${enc(page.observer)}`, { keepalive: true }).catch(() => {});
     page.observer = null;
   });
   run();
