@@ -46,7 +46,8 @@ extension ObservableAPI {
             let coalesce = try Self.flag(query["coalesce"], "coalesce")
             let repair = try Self.flag(query["repair"], "repair")
             try store.synchronize()
-            if Self.acceptsEventStream(request.header("Accept")) {
+            // A HEAD is answered as a poll's: it has no body to stream.
+            if request.method == "GET", Self.acceptsEventStream(request.header("Accept")) {
                 // A reconnecting EventSource names the last event it had, and
                 // asks the same URL again: the later of the two is where it
                 // stands, so a `since` in its URL repeats nothing.
