@@ -111,6 +111,20 @@ def reader_of(port, path):
     return observer
 
 
+def run_script(script, port, folder, *arguments):
+    """Runs bench/`script` against a fresh server of ours; its JSON line."""
+    ours = Server("ours", port, folder)
+    try:
+        text = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), "--port", str(ours.port),
+                               "--pid", str(ours.pid), *arguments], capture_output=True, text=True, timeout=900)
+        if text.returncode != 0:
+            print(text.stderr, file=sys.stderr)
+            raise SystemExit(f"{script} failed")
+        return json.loads(text.stdout)
+    finally:
+        ours.stop()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=10, help="duration of each wrk run")
@@ -189,29 +203,9 @@ def main():
                 reference.stop()
 
     for n in [int(x) for x in args.observers.split(",") if x]:
-        ours = Server("ours", 18405, folder)
-        try:
-            text = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "longpoll.py"), "--port", str(ours.port),
-                                   "--pid", str(ours.pid), "--observers", str(n)], capture_output=True, text=True, timeout=600)
-            if text.returncode != 0:
-                print(text.stderr, file=sys.stderr)
-                raise SystemExit("long-poll bench failed")
-            results["longpoll"].append(json.loads(text.stdout))
-        finally:
-            ours.stop()
-
+        results["longpoll"].append(run_script("longpoll.py", 18405, folder, "--observers", str(n)))
     for n in [int(x) for x in args.streams.split(",") if x]:
-        ours = Server("ours", 18406, folder)
-        try:
-            text = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "streams.py"), "--port", str(ours.port),
-                                   "--pid", str(ours.pid), "--streams", str(n), "--idle", str(args.stream_idle)],
-                                  capture_output=True, text=True, timeout=900)
-            if text.returncode != 0:
-                print(text.stderr, file=sys.stderr)
-                raise SystemExit("stream bench failed")
-            results["streams"].append(json.loads(text.stdout))
-        finally:
-            ours.stop()
+        results["streams"].append(run_script("streams.py", 18406, folder, "--streams", str(n), "--idle", str(args.stream_idle)))
 
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "results.json"), "w") as f:

@@ -62,24 +62,12 @@ public final class RawConnection {
 
     /// Reads one answer (`HEAD`, `204` and `304` have no body).
     public func receive(method: String = "GET") throws -> RawResponse {
-        while true {
-            if let end = headEnd() {
-                var lines = String(decoding: buffer[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-                let statusLine = lines.removeFirst().split(separator: " ")
-                guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestHTTPError.io("bad status line") }
-                var headers: [String: String] = [:]
-                for line in lines {
-                    guard let colon = line.firstIndex(of: ":") else { continue }
-                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                }
-                let length = (method == "HEAD" || status == 204 || status == 304) ? 0 : Int(headers["content-length"] ?? "0") ?? 0
-                while buffer.count < end + 4 + length { try fill() }
-                let body = Array(buffer[(end + 4)..<(end + 4 + length)])
-                buffer.removeFirst(end + 4 + length)
-                return RawResponse(status: status, headers: headers, body: body)
-            }
-            try fill()
-        }
+        let head = try receiveHead()
+        let length = (method == "HEAD" || head.status == 204 || head.status == 304) ? 0 : Int(head.headers["content-length"] ?? "0") ?? 0
+        while buffer.count < length { try fill() }
+        let body = Array(buffer[..<length])
+        buffer.removeFirst(length)
+        return RawResponse(status: head.status, headers: head.headers, body: body)
     }
 
     /// Reads an answer's status line and headers only, leaving its body to

@@ -39,13 +39,18 @@ final class EventStreamClient {
         while true {
             if let event = takeEvent() { return event }
             if ended { return nil }
-            do {
-                chunked += try connection.receiveBytes()
-            } catch TestHTTPError.io(let message) where message == "connection closed" {
-                ended = true
-            }
-            dechunk()
+            try receiveMore()
         }
+    }
+
+    /// Takes what arrived (waiting for some), and notes the end of the stream.
+    private func receiveMore() throws {
+        do {
+            chunked += try connection.receiveBytes()
+        } catch TestHTTPError.io(let message) where message == "connection closed" {
+            ended = true
+        }
+        dechunk()
     }
 
     /// Waits until a comment line arrives (a heartbeat); false if an event
@@ -55,13 +60,8 @@ final class EventStreamClient {
         while comments == before {
             if !text.isEmpty, !text.hasPrefix(":") { return false }
             if ended { return false }
-            do {
-                chunked += try connection.receiveBytes()
-            } catch TestHTTPError.io(let message) where message == "connection closed" {
-                ended = true
-            }
-            dechunk()
-            _ = takeComments()
+            try receiveMore()
+            takeComments()
         }
         return true
     }
