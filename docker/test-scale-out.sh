@@ -48,26 +48,10 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+. docker/podman.sh
 
 say "tools"
-missing=()
-for package in podman buildah runc debootstrap curl python3 python3-yaml; do
-    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-# runc and fixed ulimits: crun cannot set rlimits on these hosts.
-cat > "$WORK/containers.conf" <<'CONF'
-[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-CONF
-export CONTAINERS_CONF="$WORK/containers.conf"
+podman_tools python3-yaml
 
 say "compose.yaml and haproxy.cfg"
 # The scale-out services' settings, checked and written out as podman
@@ -118,33 +102,10 @@ print("scale-out profile: postgres, observable-1..3 on", resolve(services["obser
 PY
 
 say "base images"
-if ! podman image exists "$BASE"; then
-    mirror=$(grep -hoE 'https?://[^ ]+/debian/?$' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n1 || true)
-    mirror=${mirror:-http://deb.debian.org/debian}
-    debootstrap --variant=minbase bookworm "$WORK/rootfs" "$mirror" >/dev/null
-    rm -rf "$WORK"/rootfs/var/cache/apt/archives/*.deb "$WORK"/rootfs/var/lib/apt/lists/*
-    tar -C "$WORK/rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' - "$BASE" >/dev/null
-    rm -rf "$WORK/rootfs"
-fi
-if ! podman image exists "$BUILDER"; then
-    cat > "$WORK/Builder.Dockerfile" <<DOCKERFILE
-FROM $BASE
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-    binutils libc6-dev libgcc-12-dev libstdc++-12-dev libcurl4-openssl-dev libxml2-dev libncurses-dev \
-    libz3-dev libedit2 libpython3.11 zlib1g-dev pkg-config tzdata git ca-certificates \
-    libsqlite3-dev libmicrohttpd-dev && rm -rf /var/lib/apt/lists/*
-DOCKERFILE
-    podman build --network host -t "$BUILDER" -f "$WORK/Builder.Dockerfile" "$WORK" >/dev/null
-fi
+base_images
 
 say "project image (docker/Dockerfile)"
-toolchain=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")")
-mirror_dir=$(git config --system --get-regexp 'url\..*\.insteadof' | head -n1 | sed -E 's/^url\.(.*)\.insteadof .*/\1/' || true)
-mounts=(-v "$toolchain:/opt/swift:ro")
-[ -n "$mirror_dir" ] && mounts+=(-v "$mirror_dir:$mirror_dir:ro" -v /etc/gitconfig:/etc/gitconfig:ro)
-podman build --format docker --network host "${mounts[@]}" \
-    --build-arg BUILDER_IMAGE="$BUILDER" --build-arg RUNTIME_IMAGE="$BASE" \
-    -f docker/Dockerfile -t "$TAG" . > "$WORK/build.log" 2>&1 || { tail -n 50 "$WORK/build.log"; fail "image build"; }
+project_image "$TAG"
 
 say "PostgreSQL and HAProxy images (docker/postgres.Dockerfile, docker/haproxy.Dockerfile)"
 for pair in "postgres.Dockerfile $POSTGRES_TAG" "haproxy.Dockerfile $BALANCER_TAG"; do
