@@ -31,16 +31,6 @@ extension ChangeFeed {
     /// Milliseconds a client waits before it reconnects (the first event's `retry:`).
     static let retryMilliseconds = 2000
 
-    /// Ends the stream that is `observer`'s consumer, if any: a poll takes its place.
-    func endStream(of observer: String) {
-        let stream = registry.withLock { registry -> StreamingPoll? in
-            guard let stream = registry.waiter(of: observer) as? StreamingPoll else { return nil }
-            _ = registry.takeWaiter(of: observer)
-            return stream
-        }
-        stream?.stream.close()
-    }
-
     /// Opens a stream for `observer` from `since` (already resolved from the
     /// query or `Last-Event-ID`; nil: the observer's cursor).
     func stream(_ observer: String, since: Int64?, coalesce: Bool, repair: Bool,

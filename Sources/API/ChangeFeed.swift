@@ -74,8 +74,6 @@ final class ChangeFeed: Sendable {
         if since == nil {
             do { try store.refreshCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
         }
-        // A poll is the observer's consumer: a stream open for it ends.
-        endStream(of: observer)
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
@@ -88,9 +86,15 @@ final class ChangeFeed: Sendable {
             waiter.parked.withLock { $0 = parked }
             return waiter
         } : nil
-        let (result, displaced) = registry.withLock {
-            $0.poll(observer, since: since, limit: limit, coalesce: coalesce, now: ServerClock.wallSeconds, park: park)
+        let (result, displaced, stream) = registry.withLock { registry in
+            // A poll is the observer's consumer: a stream open for it ends,
+            // under the same lock as the poll.
+            let stream = registry.waiter(of: observer) is StreamingPoll ? registry.takeWaiter(of: observer) : nil
+            let (result, displaced) = registry.poll(observer, since: since, limit: limit, coalesce: coalesce,
+                                                    now: ServerClock.wallSeconds, park: park)
+            return (result, displaced, stream)
         }
+        if let stream { giveWay([(observer, stream)]) }
         if let displaced { giveWay([(observer, displaced)]) }
         switch result {
         case .parked:
