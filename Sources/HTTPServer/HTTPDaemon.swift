@@ -76,9 +76,6 @@ public final class HTTPDaemon: Sendable {
     /// Connections parked by long-polls right now.
     public var parkedCount: Int { lot.withLock { $0.count } }
 
-    /// Event streams open right now.
-    public var streamCount: Int { streams.withLock { $0.count } }
-
     /// Connections open right now.
     public var connectionCount: Int {
         daemon.withLock { $0.map { Int(osv_daemon_connections($0.raw)) } ?? 0 }

@@ -139,10 +139,6 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         try run { try $0.query(sql, parameters) }
     }
 
-    func reconnect() throws {
-        _ = try writer()
-    }
-
     // MARK: - Migrations
 
     func migrate(_ files: [(name: String, sql: String)]) throws -> [String] {

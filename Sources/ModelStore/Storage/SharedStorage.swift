@@ -44,8 +44,6 @@ public protocol SharedStorage: ModelStorage, Sendable {
     func savedCursor(of id: String) throws -> Int64?
     /// Saves `cursor` as observer `id`'s, unless a later one is saved.
     func saveCursor(_ cursor: Int64, of id: String) throws
-    /// Opens the connections again after they were lost.
-    func reconnect() throws
     /// Observers past their TTL (with `grace` seconds more), by the uses
     /// every instance has saved.
     func expiredObservers(now: Double, grace: Double) throws -> [String]
