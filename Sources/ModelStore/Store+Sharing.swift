@@ -102,9 +102,8 @@ extension Store {
         var woken: [(observer: String, waiter: any ChangeWaiter)] = []
         let result = try writer.withLock { storage -> T in
             guard let shared else { return try body(storage) }
-            let newest = try shared.beginOrdered()
+            try beginCaughtUp(shared, woken: &woken)
             do {
-                try catchUp(shared, to: newest, woken: &woken)
                 let result = try body(storage)
                 try shared.commit()
                 let version = shared.committedVersion
@@ -117,6 +116,19 @@ extension Store {
         }
         if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
         return result
+    }
+
+    /// Begins an ordered transaction and applies first what other instances
+    /// committed before it took the order (rolled back if that fails). Call
+    /// holding the writer lock.
+    func beginCaughtUp(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)]) throws {
+        let newest = try shared.beginOrdered()
+        do {
+            try catchUp(shared, to: newest, woken: &woken)
+        } catch {
+            shared.rollback()
+            throw error
+        }
     }
 
     /// Applies the journal after the applied version, through `newest`

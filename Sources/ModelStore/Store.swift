@@ -233,15 +233,8 @@ public final class Store: Sendable {
         var state: ModelState
         do {
             if let shared {
-                // Decided on the current state: what other instances
-                // committed before this transaction took the order first.
-                let newest = try shared.beginOrdered()
-                do {
-                    try catchUp(shared, to: newest, woken: &woken)
-                } catch {
-                    shared.rollback()
-                    throw error
-                }
+                // Decided on the current state.
+                try beginCaughtUp(shared, woken: &woken)
             } else {
                 try storage.begin()
             }
