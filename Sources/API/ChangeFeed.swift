@@ -94,8 +94,8 @@ final class ChangeFeed: Sendable {
                                                     now: ServerClock.wallSeconds, park: park)
             return (result, displaced, stream)
         }
-        if let stream { giveWay([(observer, stream)]) }
-        if let displaced { giveWay([(observer, displaced)]) }
+        let givingWay = [stream, displaced].compactMap { $0 }
+        if !givingWay.isEmpty { giveWay(givingWay.map { (observer, $0) }) }
         switch result {
         case .parked:
             store.announceParked(observer)
