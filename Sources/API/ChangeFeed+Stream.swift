@@ -53,7 +53,11 @@ extension ChangeFeed {
         // Proxies that buffer (nginx) pass the events on at once.
         streamHeaders.append(("X-Accel-Buffering", "no"))
         let holder = Locked<StreamingPoll?>(nil)
-        guard let stream = connection.openStream(headers: streamHeaders, initial: Array(": observing \(observer)\n\n".utf8), onEnd: { [weak self] in
+        guard let stream = connection.openStream(headers: streamHeaders, initial: Array(": observing \(observer)\n\n".utf8), onDrained: { [weak self] in
+            // The client took what it was behind on: on with the rest.
+            guard let self, let poll = holder.withLock({ $0 }) else { return }
+            self.deliver(poll)
+        }, onEnd: { [weak self] in
             guard let self, let poll = holder.withLock({ $0 }) else { return }
             self.registry.withLock { $0.withdraw(poll, of: observer) }
             _ = self.streams.withLock { $0.removeValue(forKey: ObjectIdentifier(poll)) }
@@ -85,10 +89,12 @@ extension ChangeFeed {
     }
 
     /// Sends `poll` what its observer has after its cursor, one event per
-    /// transaction (one for all with `coalesce`), then parks it again.
+    /// transaction (one for all with `coalesce`), then parks it again. A
+    /// client that does not keep up is sent no more until it has taken what
+    /// it was sent (the stream's `onDrained` delivers again).
     func deliver(_ poll: StreamingPoll) {
         poll.delivering.withLock { _ in
-            while poll.stream.isOpen {
+            while poll.stream.isOpen, !poll.stream.isBlocked {
                 let (result, _) = registry.withLock {
                     $0.poll(poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
                             displacing: false, park: { poll.stream.isOpen ? poll : nil })

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <stdint.h>
 #include <microhttpd.h>
+#include <sys/epoll.h>
 
 /* MHD_start_daemon and MHD_get_daemon_info are variadic, which Swift cannot
    call: these wrappers pass a fixed set of options. */
@@ -89,6 +90,13 @@ static inline unsigned int osv_daemon_connections(struct MHD_Daemon *daemon)
 {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info ? info->num_connections : 0;
+}
+
+/* The socket of a connection (a stream writes to it while suspended). */
+static inline int osv_connection_fd(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
 }
 
 #endif

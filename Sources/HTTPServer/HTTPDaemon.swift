@@ -22,7 +22,8 @@ public final class HTTPDaemon: Sendable {
         public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
         /// Connections served at once; more are refused.
         public var connectionLimit: Int = 20_000
-        /// Seconds an idle (or slowly sending) connection is kept.
+        /// Seconds an idle (or slowly sending) connection is kept; also how
+        /// long an event stream's client may take nothing of what waits for it.
         public var idleTimeout: Int = 30
         /// Bytes of libmicrohttpd's per-connection memory pool; also bounds
         /// the size of the request line plus headers.
@@ -63,9 +64,12 @@ public final class HTTPDaemon: Sendable {
     private let boundPort = Atomic<UInt16>(0)
     /// Open event streams, by id: ended at stop.
     private let streams = Locked<[UInt64: EventStream]>([:])
+    /// Streams whose socket is full.
+    let streamWriter: StreamWriter
 
     public init(configuration: Configuration, responder: any HTTPResponder, logger: Logger = Logger(label: "observable.http")) {
         self.configuration = configuration
+        self.streamWriter = StreamWriter(stallTimeout: .seconds(configuration.idleTimeout))
         self.responder = responder
         self.logger = logger
     }
@@ -146,7 +150,12 @@ public final class HTTPDaemon: Sendable {
         for stream in streams.withLock({ Array($0.values) }) { stream.close() }
         ServiceThread.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, timeout: grace, step: 0.01)
         // A stream's connection may be suspended: ended for good before the daemon stops.
-        ServiceThread.wait(until: { streams.withLock { $0.isEmpty } }, timeout: .seconds(5), step: 0.01)
+        if !ServiceThread.wait(until: { streams.withLock { $0.isEmpty } }, timeout: .seconds(5), step: 0.01) {
+            // Clients that do not read what they were sent are cut.
+            for stream in streams.withLock({ Array($0.values) }) { stream.abort() }
+            ServiceThread.wait(until: { streams.withLock { $0.isEmpty } }, timeout: .seconds(2), step: 0.01)
+        }
+        streamWriter.stop()
         // A suspended connection must be resumed before the daemon stops,
         // and writes waiting for their commit are answered soon: wait for
         // them past the grace (bounded all the same).
@@ -187,14 +196,15 @@ public final class HTTPDaemon: Sendable {
     }
 
     func openStream(_ connection: ConnectionPointer, context: RequestContext, status: Int, headers: [(name: String, value: String)],
-                    initial: [UInt8], onEnd: @escaping @Sendable () -> Void) -> EventStream?
+                    initial: [UInt8], onDrained: @escaping @Sendable () -> Void, onEnd: @escaping @Sendable () -> Void) -> EventStream?
     {
         guard !stopping.load(ordering: .acquiring) else { return nil }
-        let stream = EventStream(connection: connection, id: nextParkID.add(1, ordering: .relaxed).oldValue, daemon: self, onEnd: onEnd)
+        let stream = EventStream(connection: connection, id: nextParkID.add(1, ordering: .relaxed).oldValue, daemon: self,
+                                 onDrained: onDrained, onEnd: onEnd)
         stream.send(initial)
-        // Small blocks: a stream's events are small, and its buffer lives in
-        // the connection's memory pool.
-        guard let response = MHD_create_response_from_callback(UInt64.max, 1024, streamReader,
+        // The stream writes its chunks to the socket itself: libmicrohttpd
+        // needs no block of its own for them.
+        guard let response = MHD_create_response_from_callback(UInt64.max, 64, streamReader,
                                                                Unmanaged.passRetained(stream).toOpaque(), streamFreed)
         else {
             Unmanaged.passUnretained(stream).release()

@@ -157,4 +157,37 @@ import TestSupport
         let limited = try server2.client.request("GET", "/observers/\(other)/changes", headers: ["Prefer": "respond-async, wait=600"])
         #expect(limited.header("Preference-Applied") == "wait=1")
     }
+
+    @Test func aSlowClientIsSentNoMoreThanItTakesAndOneThatTakesNothingIsCut() throws {
+        // A small receive buffer fills at once.
+        let server = try TestServer { $0.http.idleTimeout = 1 }
+        let client = server.client
+        let observer = try client.observer()
+        let cursor = try #require(try client.get("/truck/orderCount", observer: observer).cursor)
+        let slow = try EventStreamClient(port: server.port, observer: observer, query: "since=\(cursor)", receiveBuffer: 2048)
+        try waitUntil(timeout: 5) { try client.metric("observable_streams_open") == 1 }
+        let orders = 1500
+        for _ in 0..<orders { _ = try client.post("/truck/orders", Self.order) }
+        // Behind, and not cut while it takes what it is sent.
+        var counts: [Int64] = []
+        while counts.count < orders, let event = try slow.next() {
+            counts += event.json.changeList.compactMap { $0["new"]?.intValue }
+        }
+        #expect(counts.count == orders && counts == (1...Int64(orders)).map { $0 }, "read \(counts.count) of \(orders) in order")
+        _ = try client.post("/truck/orders", Self.order)
+        #expect(try slow.next()?.json.changeList.first?["new"]?.intValue == Int64(orders + 1))
+        // Taking nothing for the idle timeout, with events waiting: cut.
+        for _ in 0..<orders { _ = try client.post("/truck/orders", Self.order) }
+        try waitUntil(timeout: 10) { try client.metric("observable_streams_open") == 0 }
+        let read = try slow.rest()
+        #expect(slow.ended)
+        counts = read.flatMap { $0.json.changeList.compactMap { $0["new"]?.intValue } }
+        #expect(counts.count < orders && counts.first == Int64(orders + 2))
+        // It reconnects from its last whole event and misses and repeats nothing.
+        let again = try EventStreamClient(port: server.port, observer: observer, lastEventID: read.last?.id ?? "\(cursor)")
+        while counts.count < orders, let event = try again.next() {
+            counts += event.json.changeList.compactMap { $0["new"]?.intValue }
+        }
+        #expect(counts == (Int64(orders + 2)...Int64(2 * orders + 1)).map { $0 }, "resumed with \(counts.count) of \(orders)")
+    }
 }

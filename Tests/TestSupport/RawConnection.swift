@@ -26,9 +26,14 @@ public final class RawConnection {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    public init(port: UInt16, receiveTimeout: Double = 70) throws {
+    /// `receiveBuffer`: the socket's receive buffer in bytes (small: a
+    /// client that the server can fill quickly).
+    public init(port: UInt16, receiveTimeout: Double = 70, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestHTTPError.connect(errno) }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

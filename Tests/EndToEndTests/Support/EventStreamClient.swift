@@ -23,9 +23,9 @@ final class EventStreamClient {
     /// Opens the feed of `observer` at `query` (say `since=3`), sending
     /// `lastEventID` when given.
     init(port: UInt16, observer: String, query: String = "", lastEventID: String? = nil, headers: [String: String] = [:],
-         receiveTimeout: Double = 10) throws
+         receiveTimeout: Double = 10, receiveBuffer: Int32? = nil) throws
     {
-        connection = try RawConnection(port: port, receiveTimeout: receiveTimeout)
+        connection = try RawConnection(port: port, receiveTimeout: receiveTimeout, receiveBuffer: receiveBuffer)
         var request = "GET /observers/\(observer)/changes\(query.isEmpty ? "" : "?" + query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
@@ -90,7 +90,7 @@ final class EventStreamClient {
     private func find(_ needle: String, in bytes: [UInt8]) -> Int? {
         let pattern = Array(needle.utf8)
         guard bytes.count >= pattern.count else { return nil }
-        return (0...(bytes.count - pattern.count)).first { Array(bytes[$0..<($0 + pattern.count)]) == pattern }
+        return (0...(bytes.count - pattern.count)).first { start in pattern.indices.allSatisfy { bytes[start + $0] == pattern[$0] } }
     }
 
     @discardableResult
