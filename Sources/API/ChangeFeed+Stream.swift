@@ -160,6 +160,9 @@ extension ChangeFeed {
         poll.stream.send(bytes)
     }
 
+    /// A comment line: it keeps proxies from closing a silent stream.
+    static let heartbeat = Array(":\n\n".utf8)
+
     static func event(_ name: String, id: Int64?, data: [UInt8]) -> [UInt8] {
         var bytes: [UInt8] = []
         if let id { bytes.append(contentsOf: "id: \(id)\n".utf8) }
@@ -179,9 +182,9 @@ extension ChangeFeed {
                 while !thread.sleep(seconds: 1) {
                     guard let self else { return }
                     let silent = ServerClock.now.advanced(by: .milliseconds(Int64(-self.heartbeat * 1000)))
-                    for poll in self.streams.withLock({ Array($0.values) }) where poll.stream.lastWrite < silent {
-                        poll.stream.send(Array(":\n\n".utf8))
-                    }
+                    // Only the silent ones are taken out (most have just been sent something, or not).
+                    let silentOnes = self.streams.withLock { $0.values.filter { $0.stream.lastWrite < silent } }
+                    for poll in silentOnes { poll.stream.send(Self.heartbeat) }
                 }
             }
             return true

@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <microhttpd.h>
 #include <sys/epoll.h>
 
@@ -50,6 +52,17 @@ struct osv_daemon_options {
     void *target_received_cls;
 };
 
+/* libmicrohttpd's messages, formatted, go to the server's log: defined in
+   Swift (HTTPServer) with the daemon as `cls`. */
+extern void osv_log_message(void *cls, const char *message);
+
+static void osv_logger(void *cls, const char *format, va_list arguments)
+{
+    char message[512];
+    vsnprintf(message, sizeof message, format, arguments);
+    osv_log_message(cls, message);
+}
+
 static inline struct MHD_Daemon *
 osv_start_daemon(unsigned int flags, uint16_t port,
                  MHD_AcceptPolicyCallback accept_policy, void *accept_cls,
@@ -67,6 +80,7 @@ osv_start_daemon(unsigned int flags, uint16_t port,
         { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
         { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)osv_unescape, NULL },
         { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)o->target_received, o->target_received_cls },
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)osv_logger, o->target_received_cls },
         { o->bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)o->bind_address },
         { MHD_OPTION_END, 0, NULL },
     };

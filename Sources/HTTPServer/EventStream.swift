@@ -1,5 +1,6 @@
 internal import CMicroHTTPD
 import Concurrency
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,42 +9,41 @@ import Glibc
 /// Server-Sent Events stream), holding a socket and a little memory, never
 /// a thread.
 ///
-/// libmicrohttpd sends the status and headers and then asks for the body
-/// with a content-reader callback. The first time it asks, the stream
-/// suspends the connection and from then on writes its chunks to the socket
-/// itself: libmicrohttpd leaves a suspended connection alone, and a write is
-/// then one system call, without waking a worker or touching the
-/// connection's memory pool. When the socket is full, the rest waits for
-/// `StreamWriter` to find it writable (`isBlocked`; the writer is told by
-/// `onDrained` when it may go on), and a client that takes nothing for the
-/// idle timeout is cut. The stream hands the connection back (resumes it)
-/// only to end: libmicrohttpd then writes the last chunk, or closes the
-/// connection when the client left or was cut. `onEnd` is called once, when
-/// libmicrohttpd is done with it.
+/// The stream's connection is suspended, as a parked long-poll's is, and the
+/// stream writes the response to its socket itself: the head, then one chunk
+/// per `send`. libmicrohttpd leaves a suspended connection alone, so a write
+/// is one system call that wakes no worker, and the connection's memory pool
+/// is never touched for a response (libmicrohttpd clears the unused part of
+/// its read buffer when it begins one: 8 KiB a connection). When the socket
+/// is full, the rest waits for `StreamWriter` to find it writable
+/// (`isBlocked`; `onDrained` says when the writer may go on), and a client
+/// that takes nothing for the idle timeout is cut. To end, the stream writes
+/// the last chunk and hands the connection back (resumes it): the access
+/// handler then has libmicrohttpd close it (the head said `Connection:
+/// close`). `onEnd` is called once, when libmicrohttpd is done with it.
 public final class EventStream: @unchecked Sendable {
     // Safe to share: `state` is only touched under its lock.
     struct State {
-        /// Framed chunks not yet on the socket, from `offset`.
+        /// Bytes not yet on the socket, from `offset`.
         var out: [UInt8] = []
         var offset = 0
         var phase = Phase.opening
         /// Waiting for `StreamWriter` to find the socket writable.
         var blocked = false
         var closing = false
-        /// The client left, or fell too far behind: the connection is closed.
+        /// The client left, or was cut: the connection is closed, not ended.
         var failed = false
         var ended = false
-        var lastWrite = ServerClock.now
         /// When the client last took bytes.
         var lastProgress = ServerClock.now
     }
 
     enum Phase {
-        /// libmicrohttpd is sending the headers.
+        /// Inside the access handler, before the suspension.
         case opening
         /// Suspended: the stream writes to the socket.
         case writing
-        /// Resumed to end: libmicrohttpd finishes the response.
+        /// Resumed for libmicrohttpd to close (or never suspended).
         case handedBack
     }
 
@@ -51,24 +51,57 @@ public final class EventStream: @unchecked Sendable {
     static let socketBuffer: Int32 = 64 * 1024
 
     private let state = Locked(State())
+    /// When the stream last had something to send (monotonic nanoseconds),
+    /// read without the lock by the heartbeat.
+    private let lastWriteNanoseconds = Atomic<UInt64>(ServerClock.now.nanoseconds)
     let connection: ConnectionPointer
     let id: UInt64
     let socket: Int32
+    /// HTTP/1.1 chunks (an HTTP/1.0 client gets the bytes as they are, up to
+    /// the close).
+    let chunked: Bool
     private let onEnd: @Sendable () -> Void
     /// Called when a blocked stream has written all it had.
     private let onDrained: @Sendable () -> Void
     weak var daemon: HTTPDaemon?
 
-    init(connection: ConnectionPointer, id: UInt64, daemon: HTTPDaemon, onDrained: @escaping @Sendable () -> Void,
+    init(connection: ConnectionPointer, id: UInt64, daemon: HTTPDaemon, chunked: Bool, onDrained: @escaping @Sendable () -> Void,
          onEnd: @escaping @Sendable () -> Void)
     {
         self.connection = connection
         self.id = id
         self.socket = osv_connection_fd(connection.raw)
+        self.chunked = chunked
         self.daemon = daemon
         self.onDrained = onDrained
         self.onEnd = onEnd
     }
+
+    /// Writes the response's head and first bytes, from the access handler;
+    /// then suspends the connection. False when the client is already gone
+    /// (not suspended: the handler closes the connection).
+    func open(head: [UInt8], initial: [UInt8]) -> Bool {
+        // A fixed socket buffer, not grown by the kernel up to megabytes for
+        // a client that does not read.
+        var size = Self.socketBuffer
+        setsockopt(socket, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        return state.withLock { state -> Bool in
+            state.out.insert(contentsOf: head, at: 0)
+            frame(initial, into: &state.out)
+            state.phase = .writing
+            if flush(&state) {
+                state.phase = .handedBack
+                return false
+            }
+            // Under this lock: no hand-back can come before the suspension.
+            MHD_suspend_connection(connection.raw)
+            return true
+        }
+    }
+
+    /// Whether the stream was handed back, to be closed (the access
+    /// handler's question when its connection resumes).
+    var isHandedBack: Bool { state.withLock { $0.phase == .handedBack } }
 
     /// Writes `bytes` as one chunk (or queues it while the socket is full:
     /// a writer that cares waits for `onDrained` when `isBlocked`); false
@@ -78,8 +111,8 @@ public final class EventStream: @unchecked Sendable {
         guard !bytes.isEmpty else { return isOpen }
         let (accepted, handBack) = state.withLock { state -> (Bool, Bool) in
             guard !state.closing, !state.failed, !state.ended else { return (false, false) }
-            Self.frame(bytes, into: &state.out)
-            state.lastWrite = ServerClock.now
+            frame(bytes, into: &state.out)
+            lastWriteNanoseconds.store(ServerClock.now.nanoseconds, ordering: .relaxed)
             guard state.phase == .writing, !state.blocked else { return (true, false) }
             return (true, finish(&state))
         }
@@ -90,11 +123,12 @@ public final class EventStream: @unchecked Sendable {
     /// Ends the stream once what was sent is written.
     public func close() {
         let handBack = state.withLock { state -> Bool in
-            guard !state.closing, !state.ended else { return false }
+            guard !state.closing, !state.failed, !state.ended else { return false }
             state.closing = true
+            // The last chunk.
+            if chunked { state.out.append(contentsOf: [48, 13, 10, 13, 10]) }
             guard state.phase == .writing, !state.blocked else { return false }
-            state.phase = .handedBack
-            return true
+            return finish(&state)
         }
         if handBack { MHD_resume_connection(connection.raw) }
     }
@@ -115,46 +149,16 @@ public final class EventStream: @unchecked Sendable {
     }
 
     /// When the stream last had something to send.
-    public var lastWrite: ServerClock.Instant { state.withLock { $0.lastWrite } }
+    public var lastWrite: ServerClock.Instant { ServerClock.Instant(nanoseconds: lastWriteNanoseconds.load(ordering: .relaxed)) }
 
     public var isOpen: Bool { state.withLock { !$0.closing && !$0.failed && !$0.ended } }
 
-    /// Whether bytes wait to be written: the socket is full, or the headers
-    /// are not out yet (`onDrained` is called when that is over).
-    public var isBlocked: Bool { state.withLock { $0.blocked || $0.phase == .opening } }
+    /// Whether the socket is full and bytes wait to be written.
+    public var isBlocked: Bool { state.withLock { $0.blocked } }
 
     /// Whether the client has taken nothing since `instant` while bytes wait.
     func stalled(since instant: ServerClock.Instant) -> Bool {
         state.withLock { $0.blocked && $0.lastProgress < instant }
-    }
-
-    /// libmicrohttpd asks for the body: the headers are out, and from here
-    /// on the stream writes the socket itself.
-    func read(into buffer: UnsafeMutablePointer<CChar>, max: Int) -> Int {
-        var opened = false
-        defer { if opened { onDrained() } }
-        return state.withLock { state -> Int in
-            if state.phase == .opening {
-                state.phase = .writing
-                opened = true
-                // A fixed socket buffer (not grown by the kernel up to
-                // megabytes for a client that does not read).
-                var size = Self.socketBuffer
-                setsockopt(socket, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-                if flush(&state) { state.phase = .handedBack }
-            }
-            if state.phase == .handedBack {
-                opened = false
-                // END_WITH_ERROR closes the connection; END_OF_STREAM sends the last chunk.
-                return state.failed ? -2 : -1
-            }
-            // Nothing for libmicrohttpd to write: suspended until the end
-            // (under this lock, so no write can come before the suspension).
-            MHD_suspend_connection(connection.raw)
-            // The writer may go on now (after this lock) unless the socket is full.
-            if state.blocked { opened = false }
-            return 0
-        }
     }
 
     /// `StreamWriter` found the socket writable again.
@@ -182,7 +186,7 @@ public final class EventStream: @unchecked Sendable {
 
     /// Writes what is queued; true when the stream is done with the socket
     /// (all written and closing, or the client is gone). Called under the
-    /// lock, in the `.writing` phase, not blocked.
+    /// lock, not blocked.
     private func flush(_ state: inout State) -> Bool {
         while state.offset < state.out.count {
             let written = state.out.withUnsafeBytes { bytes in
@@ -199,7 +203,7 @@ public final class EventStream: @unchecked Sendable {
                 daemon?.streamWriter.watch(self)
                 return false
             }
-            // The client left, or does not read.
+            // The client left.
             state.failed = true
             break
         }
@@ -208,8 +212,8 @@ public final class EventStream: @unchecked Sendable {
         return state.failed || state.closing
     }
 
-    /// libmicrohttpd is done with the response (the stream ended, or the
-    /// client left).
+    /// libmicrohttpd is done with the connection (closed by the handler, or
+    /// the client left).
     func ended() {
         let first = state.withLock { state -> Bool in
             defer { state.ended = true }
@@ -220,14 +224,38 @@ public final class EventStream: @unchecked Sendable {
         onEnd()
     }
 
-    /// One HTTP/1.1 chunk: size in hex, the bytes, a line end.
-    static func frame(_ bytes: [UInt8], into out: inout [UInt8]) {
+    /// One HTTP/1.1 chunk (size in hex, the bytes, a line end), or the
+    /// bytes as they are.
+    private func frame(_ bytes: [UInt8], into out: inout [UInt8]) {
+        guard chunked else { return out.append(contentsOf: bytes) }
         out.append(contentsOf: String(bytes.count, radix: 16).utf8)
         out.append(13)
         out.append(10)
         out.append(contentsOf: bytes)
         out.append(13)
         out.append(10)
+    }
+
+    /// The status line and headers of a stream's response.
+    static func head(status: Int, headers: [(name: String, value: String)], chunked: Bool) -> [UInt8] {
+        var text = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Status")\r\nDate: \(httpDate())\r\n"
+        for header in headers { text += "\(header.name): \(header.value)\r\n" }
+        if chunked { text += "Transfer-Encoding: chunked\r\n" }
+        text += "Connection: close\r\n\r\n"
+        return Array(text.utf8)
+    }
+
+    /// Now as an HTTP date (`Mon, 23 Nov 2026 03:54:33 GMT`), in English
+    /// whatever the locale.
+    static func httpDate() -> String {
+        var seconds = time(nil)
+        var t = tm()
+        gmtime_r(&seconds, &t)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[Int(t.tm_wday) % 7]), \(two(t.tm_mday)) \(months[Int(t.tm_mon) % 12]) \(1900 + t.tm_year) "
+            + "\(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec)) GMT"
     }
 }
 
@@ -241,15 +269,4 @@ extension Connection {
     {
         daemon.openStream(pointer, context: context, status: status, headers: headers, initial: initial, onDrained: onDrained, onEnd: onEnd)
     }
-}
-
-func streamReader(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer: UnsafeMutablePointer<CChar>?, _ max: Int) -> Int {
-    guard let cls, let buffer else { return -2 }
-    return Unmanaged<EventStream>.fromOpaque(cls).takeUnretainedValue().read(into: buffer, max: max)
-}
-
-func streamFreed(_ cls: UnsafeMutableRawPointer?) {
-    guard let cls else { return }
-    let stream = Unmanaged<EventStream>.fromOpaque(cls).takeRetainedValue()
-    stream.ended()
 }

@@ -62,6 +62,8 @@ public final class HTTPDaemon: Sendable {
     /// Answers parked connections whose deadline passed.
     private let deadlines = Locked<ServiceThread?>(nil)
     private let boundPort = Atomic<UInt16>(0)
+    /// When the deadline clock looks next (monotonic nanoseconds).
+    private let nextWake = Atomic<UInt64>(0)
     /// Open event streams, by id: ended at stop.
     private let streams = Locked<[UInt64: EventStream]>([:])
     /// Streams whose socket is full.
@@ -191,7 +193,11 @@ public final class HTTPDaemon: Sendable {
         let parked = ParkedConnection(id: id, connection: connection, deadline: ServerClock.now.advanced(by: timeout), onDeadline: onDeadline)
         MHD_suspend_connection(connection.raw)
         context.parked = parked
-        lot.withLock { $0.insert(parked) }
+        let sooner = lot.withLock { lot -> Bool in
+            lot.insert(parked)
+            return parked.deadline.nanoseconds < nextWake.load(ordering: .relaxed)
+        }
+        if sooner { deadlines.withLock { $0 }?.wake() }
         return parked
     }
 
@@ -199,27 +205,15 @@ public final class HTTPDaemon: Sendable {
                     initial: [UInt8], onDrained: @escaping @Sendable () -> Void, onEnd: @escaping @Sendable () -> Void) -> EventStream?
     {
         guard !stopping.load(ordering: .acquiring) else { return nil }
-        let stream = EventStream(connection: connection, id: nextParkID.add(1, ordering: .relaxed).oldValue, daemon: self,
+        let chunked = !context.isHTTP10
+        let stream = EventStream(connection: connection, id: nextParkID.add(1, ordering: .relaxed).oldValue, daemon: self, chunked: chunked,
                                  onDrained: onDrained, onEnd: onEnd)
-        stream.send(initial)
-        // The stream writes its chunks to the socket itself: libmicrohttpd
-        // needs no block of its own for them.
-        guard let response = MHD_create_response_from_callback(UInt64.max, 64, streamReader,
-                                                               Unmanaged.passRetained(stream).toOpaque(), streamFreed)
-        else {
-            Unmanaged.passUnretained(stream).release()
-            return nil
-        }
-        defer { MHD_destroy_response(response) }
-        for header in headers {
-            _ = header.name.withCString { name in header.value.withCString { value in MHD_add_response_header(response, name, value) } }
-        }
         streams.withLock { $0[stream.id] = stream }
         context.answered = true
-        guard MHD_queue_response(connection.raw, UInt32(status), response) == .YES else {
-            stream.close()
-            return nil
-        }
+        context.stream = stream
+        // Suspended when it opens; when the client is already gone, the
+        // handler closes the connection.
+        _ = stream.open(head: EventStream.head(status: status, headers: headers, chunked: chunked), initial: initial)
         return stream
     }
 
@@ -257,37 +251,52 @@ public final class HTTPDaemon: Sendable {
     private func startTimer() {
         let thread = ServiceThread.start(name: "observable.deadlines") { [weak self] thread in
             // The daemon is held only while expired polls are answered, not
-            // while the clock sleeps: a stopped daemon is freed at once.
-            while !thread.sleep(seconds: 0.01) && HTTPDaemon.answerExpired(self) {}
+            // while the clock sleeps: a stopped daemon is freed at once. It
+            // sleeps until the next deadline (a second at most), and `park`
+            // wakes it for an earlier one.
+            var wake = ServerClock.now
+            while !thread.sleep(until: wake) {
+                guard let next = HTTPDaemon.answerExpired(self) else { return }
+                wake = next
+            }
         }
         deadlines.withLock { $0 = thread }
     }
 
-    /// Answers the parked connections whose deadline passed; false once the
-    /// daemon is gone or stopping.
-    private static func answerExpired(_ daemon: HTTPDaemon?) -> Bool {
-        guard let daemon else { return false }
-        let expired = daemon.lot.withLock { $0.removeExpired(now: ServerClock.now) }
+    /// Answers the parked connections whose deadline passed; returns when
+    /// to look again, nil once the daemon is gone.
+    private static func answerExpired(_ daemon: HTTPDaemon?) -> ServerClock.Instant? {
+        guard let daemon else { return nil }
+        let now = ServerClock.now
+        let (expired, next) = daemon.lot.withLock { lot in
+            let expired = lot.removeExpired(now: now)
+            let latest = now.advanced(by: .seconds(1))
+            let next = min(lot.nextDeadline ?? latest, latest)
+            // Read by `park` under this lock: a deadline before it wakes the clock.
+            daemon.nextWake.store(next.nanoseconds, ordering: .relaxed)
+            return (expired, next)
+        }
         // Already removed from the lot: settle and resume directly.
         for parked in expired where parked.settle(with: parked.onDeadline()) {
             MHD_resume_connection(parked.connection.raw)
         }
-        return true
+        return next
     }
 
     // MARK: - Request lifecycle (called from the C callbacks)
 
-    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>, uploadData: UnsafePointer<CChar>?,
+    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>, version: UnsafePointer<CChar>?,
+                uploadData: UnsafePointer<CChar>?,
                 uploadSize: UnsafeMutablePointer<Int>, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result
     {
         guard let raw = contextSlot.pointee else {
             let context = RequestContext()
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
-            return start(context, connection: connection, url: url, method: method)
+            return start(context, connection: connection, url: url, method: method, version: version)
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
         // A request with a query has had its context since `takeQuery`.
-        guard context.isStarted else { return start(context, connection: connection, url: url, method: method) }
+        guard context.isStarted else { return start(context, connection: connection, url: url, method: method, version: version) }
         if uploadSize.pointee > 0 {
             let size = uploadSize.pointee
             if context.bodyTooLarge || context.body.count + size > configuration.maxBody {
@@ -300,6 +309,10 @@ public final class HTTPDaemon: Sendable {
             }
             uploadSize.pointee = 0
             return .YES
+        }
+        if let stream = context.stream {
+            // Resumed (or never suspended) to end: closed, as its head said.
+            return stream.isHandedBack ? .NO : .YES
         }
         if let parked = context.parked {
             // Resumed: the answer was stored before resuming.
@@ -322,13 +335,18 @@ public final class HTTPDaemon: Sendable {
         case .response(let response):
             return send(response, on: connection, context: context)
         case .parked:
+            // A stream whose client left before it was suspended is closed now.
+            if let stream = context.stream, stream.isHandedBack { return .NO }
             return .YES
         }
     }
 
     /// The first call for a request: its headers are in, its body is not.
-    private func start(_ context: RequestContext, connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>) -> MHD_Result {
+    private func start(_ context: RequestContext, connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
+                       version: UnsafePointer<CChar>?) -> MHD_Result
+    {
         context.start(method: methodName(method), url: String(cString: url))
+        context.isHTTP10 = version.map { strcmp($0, "HTTP/1.0") == 0 } ?? false
         inFlight.add(1, ordering: .relaxed)
         if let refusal = context.refusal {
             return send(refusal, on: connection, context: context)
@@ -385,6 +403,7 @@ public final class HTTPDaemon: Sendable {
             // Completed while still parked (the daemon is closing): forget it.
             _ = lot.withLock { $0.remove(parked) }
         }
+        context.stream?.ended()
         inFlight.subtract(1, ordering: .relaxed)
     }
 
@@ -443,6 +462,10 @@ final class RequestContext: @unchecked Sendable {
     var bodyTooLarge = false
     var answered = false
     var parked: ParkedConnection?
+    /// The event stream this request answers with.
+    var stream: EventStream?
+    /// An HTTP/1.0 request (no chunked answers).
+    var isHTTP10 = false
 
     init() {}
 
@@ -516,7 +539,7 @@ private func accessHandler(
 ) -> MHD_Result {
     guard let cls, let connection, let url, let method, let uploadSize, let contextSlot else { return .NO }
     let daemon = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
-    return daemon.handle(connection: connection, url: url, method: method,
+    return daemon.handle(connection: connection, url: url, method: method, version: version,
                          uploadData: uploadData, uploadSize: uploadSize, contextSlot: contextSlot)
 }
 
@@ -526,4 +549,20 @@ private func requestCompleted(
 ) {
     guard let cls else { return }
     Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().completed(contextSlot: contextSlot)
+}
+
+/// A message of libmicrohttpd's (`cls`: the daemon). Closing a connection
+/// on purpose (an event stream that ended) is reported as an "internal
+/// error": not one here.
+@_cdecl("osv_log_message")
+func logMessage(_ cls: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {
+    guard let cls, let message else { return }
+    var text = String(cString: message)
+    while text.last?.isWhitespace == true { text.removeLast() }
+    let daemon = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
+    if text.hasPrefix("Application reported internal error") {
+        daemon.logger.trace("libmicrohttpd: \(text)")
+    } else {
+        daemon.logger.notice("libmicrohttpd: \(text)")
+    }
 }

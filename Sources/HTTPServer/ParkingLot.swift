@@ -16,6 +16,9 @@ struct ParkingLot {
 
     var count: Int { byID.count }
 
+    /// The earliest deadline (perhaps of a connection answered since).
+    var nextDeadline: ServerClock.Instant? { deadlines.min?.deadline }
+
     mutating func insert(_ parked: ParkedConnection) {
         byID[parked.id] = parked
         deadlines.insert(Entry(deadline: parked.deadline, id: parked.id))

@@ -386,7 +386,8 @@ public struct ObservationRegistry: Sendable {
     /// long-poll counts as use) and returns their ids.
     public mutating func expire(now: Double) -> [String] {
         var expired: [String] = []
-        for (id, observer) in s.observers where s.waiters[id] == nil && observer.lastUsed + Double(observer.ttlSeconds) < now {
+        // The time first: it is cheap, and most observers are in use.
+        for (id, observer) in s.observers where observer.lastUsed + Double(observer.ttlSeconds) < now && s.waiters[id] == nil {
             expired.append(id)
         }
         for id in expired {
