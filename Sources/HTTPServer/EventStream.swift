@@ -207,7 +207,7 @@ public final class EventStream: @unchecked Sendable {
             state.failed = true
             break
         }
-        state.out.removeAll(keepingCapacity: state.out.capacity <= 256)
+        state.out = []
         state.offset = 0
         return state.failed || state.closing
     }

@@ -16,6 +16,9 @@ import TestSupport
         #expect(stream.head.status == 200)
         #expect(stream.head.headers["content-type"] == "text/event-stream")
         #expect(stream.head.headers["cache-control"] == "no-store")
+        #expect(stream.head.headers["transfer-encoding"] == "chunked")
+        #expect(stream.head.headers["connection"] == "close")
+        #expect(stream.head.headers["date"]?.hasSuffix(" GMT") == true)
         _ = try client.patch("/truck/donuts/\(Seed.maple)", ["topping": "nuts"])  // read by nobody here
         _ = try client.post("/truck/orders", Self.order)
         _ = try client.post("/truck/orders", Self.order)
@@ -189,5 +192,32 @@ import TestSupport
             counts += event.json.changeList.compactMap { $0["new"]?.intValue }
         }
         #expect(counts == (Int64(orders + 2)...Int64(2 * orders + 1)).map { $0 }, "resumed with \(counts.count) of \(orders)")
+    }
+
+    @Test func anHTTP10ClientGetsTheEventsUnchunkedUntilTheClose() throws {
+        let server = try TestServer()
+        let client = server.client
+        let observer = try client.observer()
+        let cursor = try #require(try client.get("/truck/orderCount", observer: observer).cursor)
+        let connection = try RawConnection(port: server.port, receiveTimeout: 10)
+        try connection.send("GET /observers/\(observer)/changes?since=\(cursor) HTTP/1.0\r\nAccept: text/event-stream\r\n\r\n")
+        let head = try connection.receiveHead()
+        #expect(head.status == 200)
+        #expect(head.headers["transfer-encoding"] == nil)
+        #expect(head.headers["connection"] == "close")
+        try waitUntil(timeout: 5) { try client.metric("observable_streams_open") == 1 }
+        _ = try client.post("/truck/orders", Self.order)
+        var text = ""
+        while !text.contains("\n\nretry") && !text.contains("}\n\n") { text += String(decoding: try connection.receiveBytes(), as: UTF8.self) }
+        #expect(text.hasPrefix(": observing \(observer)\n\n"))
+        #expect(text.contains("event: changes\ndata: {\"cursor\":"))
+        #expect(!text.contains("\r\n"))
+        // A poll ends the stream: the server closes the connection.
+        _ = try client.changes(observer, since: cursor)
+        var closed = false
+        while !closed {
+            do { _ = try connection.receiveBytes() } catch TestHTTPError.io(let message) where message == "connection closed" { closed = true }
+        }
+        #expect(closed)
     }
 }
