@@ -9,7 +9,8 @@ import Glibc
 /// Server-Sent Events stream), holding a socket and a little memory, never
 /// a thread.
 ///
-/// The stream's connection is suspended, as a parked long-poll's is, and the
+/// Once the responder that opened it is done, the stream's connection is
+/// suspended, as a parked long-poll's is, and the
 /// stream writes the response to its socket itself: the head, then one chunk
 /// per `send`. libmicrohttpd leaves a suspended connection alone, so a write
 /// is one system call that wakes no worker, and the connection's memory pool
@@ -77,26 +78,41 @@ public final class EventStream: @unchecked Sendable {
         self.onEnd = onEnd
     }
 
-    /// Writes the response's head and first bytes, from the access handler;
-    /// then suspends the connection. False when the client is already gone
-    /// (not suspended: the handler closes the connection).
-    func open(head: [UInt8], initial: [UInt8]) -> Bool {
+    /// Queues the response's head and first bytes: nothing is written
+    /// until `open`, so that whoever opened the stream has it in hand first.
+    func prepare(head: [UInt8], initial: [UInt8]) {
+        state.withLock { state in
+            state.out.insert(contentsOf: head, at: 0)
+            frame(initial, into: &state.out)
+        }
+    }
+
+    /// Writes what is queued, from the access handler once the responder
+    /// is done, then suspends the connection. False when the client is
+    /// already gone or the stream ended before it opened (not suspended: the
+    /// handler closes the connection).
+    func open() -> Bool {
         // A fixed socket buffer, not grown by the kernel up to megabytes for
         // a client that does not read.
         var size = Self.socketBuffer
         setsockopt(socket, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        return state.withLock { state -> Bool in
-            state.out.insert(contentsOf: head, at: 0)
-            frame(initial, into: &state.out)
+        let drained = state.withLock { state -> Bool? in
+            guard state.phase == .opening else { return false }
             state.phase = .writing
             if flush(&state) {
                 state.phase = .handedBack
-                return false
+                return nil
             }
             // Under this lock: no hand-back can come before the suspension.
             MHD_suspend_connection(connection.raw)
-            return true
+            return !state.blocked
         }
+        guard let drained else { return false }
+        // The writer goes on (unless the socket is full already). Whatever
+        // happens to the stream from here, it resumes the connection, and
+        // the handler is asked again.
+        if drained { onDrained() }
+        return true
     }
 
     /// Whether the stream was handed back, to be closed (the access
@@ -153,8 +169,9 @@ public final class EventStream: @unchecked Sendable {
 
     public var isOpen: Bool { state.withLock { !$0.closing && !$0.failed && !$0.ended } }
 
-    /// Whether the socket is full and bytes wait to be written.
-    public var isBlocked: Bool { state.withLock { $0.blocked } }
+    /// Whether bytes wait to be written: the socket is full, or the stream
+    /// is not open yet (`onDrained` is called when that is over).
+    public var isBlocked: Bool { state.withLock { $0.blocked || $0.phase == .opening } }
 
     /// Whether the client has taken nothing since `instant` while bytes wait.
     func stalled(since instant: ServerClock.Instant) -> Bool {

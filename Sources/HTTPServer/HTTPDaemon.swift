@@ -211,9 +211,8 @@ public final class HTTPDaemon: Sendable {
         streams.withLock { $0[stream.id] = stream }
         context.answered = true
         context.stream = stream
-        // Suspended when it opens; when the client is already gone, the
-        // handler closes the connection.
-        _ = stream.open(head: EventStream.head(status: status, headers: headers, chunked: chunked), initial: initial)
+        // Written and suspended when the responder is done (`handle`).
+        stream.prepare(head: EventStream.head(status: status, headers: headers, chunked: chunked), initial: initial)
         return stream
     }
 
@@ -335,8 +334,8 @@ public final class HTTPDaemon: Sendable {
         case .response(let response):
             return send(response, on: connection, context: context)
         case .parked:
-            // A stream whose client left before it was suspended is closed now.
-            if let stream = context.stream, stream.isHandedBack { return .NO }
+            // A stream opens now; one whose client left already is closed.
+            if let stream = context.stream { return stream.open() ? .YES : .NO }
             return .YES
         }
     }

@@ -4,12 +4,15 @@ import Glibc
 
 /// Who commits writes right now, and the writes waiting for a commit.
 ///
-/// A write arriving when nobody commits is committed at once by the thread
-/// that brought it (no hand-over, no waiting). One arriving while a commit
-/// runs waits here; when that commit is done, the committing thread takes
+/// A write arriving when nobody commits, and nobody has for a while, is
+/// committed at once by the thread that brought it (no hand-over, no
+/// waiting). One arriving while a commit runs, or right after one (the
+/// server is busy with writes), waits here: the committing thread takes
 /// everything that gathered and commits it as one group, for as long as
-/// writes keep gathering. Invariant: writes wait here only while someone
-/// commits.
+/// writes keep gathering, while the threads that brought them go on
+/// serving. (Without the second rule, a server whose connections all sit on
+/// one worker thread committed every write alone on it: half the writes a
+/// second.) Invariant: writes wait here only while someone commits.
 final class WriteQueue: @unchecked Sendable {
     // Safe to share: every field is only touched under `mutex`.
     enum Committer {
@@ -25,6 +28,10 @@ final class WriteQueue: @unchecked Sendable {
     private var items: [any QueuedWrite] = []
     private var committer = Committer.nobody
     private var closed = false
+    /// When the last commit ended (monotonic nanoseconds).
+    private var idleSince: UInt64 = 0
+    /// A write this soon after a commit waits for the committing thread.
+    static let busyWindow: UInt64 = 200_000
     /// Hands even a lone write to the committing thread (when its caller
     /// can wait): for a shared database, where a commit may wait for other
     /// instances' and the caller's thread has other connections to serve.
@@ -68,7 +75,8 @@ final class WriteQueue: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         if closed { return .closed }
         if case .nobody = committer {
-            guard handsOver, wait() else {
+            let busy = Self.now() &- idleSince < Self.busyWindow
+            guard handsOver || busy, wait() else {
                 committer = .caller
                 return .commitNow
             }
@@ -88,6 +96,7 @@ final class WriteQueue: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         if items.isEmpty {
             committer = .nobody
+            idleSince = Self.now()
             pthread_mutex_unlock(mutex)
             if closed { pthread_cond_broadcast(condition) }
             return
@@ -107,6 +116,7 @@ final class WriteQueue: @unchecked Sendable {
             if case .committingThread = committer {
                 if items.isEmpty {
                     committer = .nobody
+                    idleSince = Self.now()
                     pthread_cond_broadcast(condition)
                 } else if items.count <= limit {
                     var taken: [any QueuedWrite] = []
@@ -120,6 +130,12 @@ final class WriteQueue: @unchecked Sendable {
             if closed, case .nobody = committer { return nil }
             pthread_cond_wait(condition, mutex)
         }
+    }
+
+    private static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
     /// Refuses new writes; those already queued are still committed.
