@@ -31,7 +31,7 @@ final class WriteQueue: @unchecked Sendable {
     /// When the last commit ended (monotonic nanoseconds).
     private var idleSince: UInt64 = 0
     /// A write this soon after a commit waits for the committing thread.
-    static let busyWindow: UInt64 = 200_000
+    static let busyWindow: UInt64 = 50_000
     /// Hands even a lone write to the committing thread (when its caller
     /// can wait): for a shared database, where a commit may wait for other
     /// instances' and the caller's thread has other connections to serve.
