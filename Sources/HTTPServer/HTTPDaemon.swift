@@ -228,7 +228,8 @@ public final class HTTPDaemon: Sendable {
         // before it reads the count: a suspension either sees the stop and
         // backs out, or `stop` waits for its answer.
         suspended.add(1, ordering: .sequentiallyConsistent)
-        guard !stopping.load(ordering: .sequentiallyConsistent) else {
+        // (A daemon never started, as in a harness, has nothing to suspend.)
+        guard !stopping.load(ordering: .sequentiallyConsistent), boundPort.load(ordering: .acquiring) != 0 else {
             suspended.subtract(1, ordering: .sequentiallyConsistent)
             return nil
         }
