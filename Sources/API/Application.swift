@@ -39,7 +39,7 @@ public final class Application: Sendable {
         let daemonBox = Locked(Weak<HTTPDaemon>())
         api = ObservableAPI(store: store, limits: configuration.limits, policy: configuration.access) {
             let daemon = daemonBox.withLock { $0.object }
-            return (daemon?.parkedCount ?? 0, daemon?.connectionCount ?? 0)
+            return (daemon?.parkedCount ?? 0, daemon?.streamCount ?? 0, daemon?.connectionCount ?? 0)
         }
         daemon = HTTPDaemon(configuration: configuration.http, responder: api.responder(), logger: logger)
         daemonBox.withLock { $0.object = daemon }
@@ -67,7 +67,6 @@ public final class Application: Sendable {
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         daemon.stop()
-        api.stop()
         store.stopBackgroundWork()
         housekeeping.withLock { $0 }?.stop(timeout: .seconds(configuration.housekeepingInterval + 2))
         store.close()

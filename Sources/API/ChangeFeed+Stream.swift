@@ -60,15 +60,12 @@ extension ChangeFeed {
         }, onEnd: { [weak self] in
             guard let self, let poll = holder.withLock({ $0 }) else { return }
             self.registry.withLock { $0.withdraw(poll, of: observer) }
-            _ = self.streams.withLock { $0.removeValue(forKey: ObjectIdentifier(poll)) }
         }) else {
             return .response(APIError.response(for: APIError(503, "the server is stopping")))
         }
         metrics.recordRequest(route: Self.route, status: 200)
         let poll = StreamingPoll(observer: observer, cursor: checked.cursor, coalesce: coalesce, stream: stream)
         holder.withLock { $0 = poll }
-        streams.withLock { $0[ObjectIdentifier(poll)] = poll }
-        startHeartbeats()
         if let oldest = checked.gone {
             guard repair, let repaired = try? store.repair(observer, since: checked.cursor) else {
                 let gone = Problem.gone(prunedThrough: oldest)
@@ -160,9 +157,6 @@ extension ChangeFeed {
         poll.stream.send(bytes)
     }
 
-    /// A comment line: it keeps proxies from closing a silent stream.
-    static let heartbeat = Array(":\n\n".utf8)
-
     static func event(_ name: String, id: Int64?, data: [UInt8]) -> [UInt8] {
         var bytes: [UInt8] = []
         if let id { bytes.append(contentsOf: "id: \(id)\n".utf8) }
@@ -171,28 +165,5 @@ extension ChangeFeed {
         bytes.append(contentsOf: data)
         bytes.append(contentsOf: "\n\n".utf8)
         return bytes
-    }
-
-    /// Starts, once, the thread that sends a comment to streams silent for
-    /// the heartbeat interval.
-    func startHeartbeats() {
-        let start = heartbeats.withLock { thread -> Bool in
-            guard thread == nil else { return false }
-            thread = ServiceThread.start(name: "observable.heartbeat") { [weak self] thread in
-                while !thread.sleep(seconds: 1) {
-                    guard let self else { return }
-                    let silent = ServerClock.now.advanced(by: .milliseconds(Int64(-self.heartbeat * 1000)))
-                    // Only the silent ones are taken out (most have just been sent something, or not).
-                    let silentOnes = self.streams.withLock { $0.values.filter { $0.stream.lastWrite < silent } }
-                    for poll in silentOnes { poll.stream.send(Self.heartbeat) }
-                }
-            }
-            return true
-        }
-        _ = start
-    }
-
-    func stopHeartbeats() {
-        heartbeats.withLock { $0 }?.stop()
     }
 }

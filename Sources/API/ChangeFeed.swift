@@ -48,16 +48,9 @@ final class ChangeFeed: Sendable {
     /// Weak: the daemon owns the responder that owns this feed.
     private let daemon = Locked(Weak<HTTPDaemon>())
 
-    /// Seconds of silence after which a stream gets a comment line.
-    let heartbeat: Double
-    /// Open streams, for the heartbeat.
-    let streams = Locked<[ObjectIdentifier: StreamingPoll]>([:])
-    let heartbeats = Locked<ServiceThread?>(nil)
-
-    init(store: Store, metrics: Metrics, heartbeat: Double = 15) {
+    init(store: Store, metrics: Metrics) {
         self.store = store
         self.metrics = metrics
-        self.heartbeat = heartbeat
     }
 
     func attach(_ daemon: HTTPDaemon) {

@@ -12,8 +12,6 @@ public final class ObservableAPI: Sendable {
         public var defaultLongPoll: Int = 30
         /// Longest long-poll wait a client may ask for, seconds.
         public var maxLongPoll: Int = 60
-        /// Seconds of silence after which an event stream gets a comment line.
-        public var heartbeat: Double = 15
         public init() {}
     }
 
@@ -22,26 +20,20 @@ public final class ObservableAPI: Sendable {
     let metrics: Metrics
     let limits: Limits
     let policy: AccessPolicy
-    let daemonGauges: @Sendable () -> (parked: Int, connections: Int)
+    let daemonGauges: @Sendable () -> (parked: Int, streams: Int, connections: Int)
 
     public init(store: Store, limits: Limits = Limits(), policy: AccessPolicy = AccessPolicy(), metrics: Metrics = Metrics(),
-                daemonGauges: @escaping @Sendable () -> (parked: Int, connections: Int))
+                daemonGauges: @escaping @Sendable () -> (parked: Int, streams: Int, connections: Int))
     {
         self.store = store
         self.policy = policy
         self.metrics = metrics
         self.limits = limits
-        self.feed = ChangeFeed(store: store, metrics: metrics, heartbeat: limits.heartbeat)
+        self.feed = ChangeFeed(store: store, metrics: metrics)
         self.daemonGauges = daemonGauges
         // Weak: the feed holds the store.
         store.onWake { [weak feed] woken in feed?.wake(woken) }
         store.onDisplaced { [weak feed] displaced in feed?.giveWay(displaced) }
-    }
-
-    /// Stops what the API runs beside requests (the streams' heartbeat),
-    /// once the daemon has stopped.
-    public func stop() {
-        feed.stopHeartbeats()
     }
 
     /// Lets the change feed resume the connections it parks on `daemon`.

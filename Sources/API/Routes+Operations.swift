@@ -21,7 +21,7 @@ extension ObservableAPI {
                 ("observable_writes_committed_total", "Writes committed; several waiting writes share one transaction.", commits.writes),
             ], gauges: [
                 ("observable_longpolls_parked", "Long-polls parked now.", Int64(daemon.parked)),
-                ("observable_streams_open", "Event streams of the change feed open now.", Int64(feed.streams.withLock { $0.count })),
+                ("observable_streams_open", "Event streams of the change feed open now.", Int64(daemon.streams)),
                 ("observable_connections", "HTTP connections open now.", Int64(daemon.connections)),
                 ("observable_observers", "Observers known.", Int64(store.registry.withLock { $0.observerCount })),
                 ("observable_change_seq", "Seq of the newest committed change.", store.registry.withLock { $0.lastSeq }),

@@ -48,6 +48,10 @@ public final class EventStream: @unchecked Sendable {
         case handedBack
     }
 
+    /// A comment line, sent after a silence: it keeps proxies from closing
+    /// the stream.
+    static let heartbeat = Array(":\n\n".utf8)
+
     /// The socket's send buffer: room for many events.
     static let socketBuffer: Int32 = 64 * 1024
 

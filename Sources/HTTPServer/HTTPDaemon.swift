@@ -33,6 +33,9 @@ public final class HTTPDaemon: Sendable {
         /// Query parameters a request may have; one with more is answered `414`.
         public var maxQueryParameters: Int = 100
         public var listenBacklog: Int = 4096
+        /// Seconds of silence after which an open event stream is sent a
+        /// comment line, which keeps proxies from closing it.
+        public var heartbeat: Double = 15
 
         public init() {}
     }
@@ -64,14 +67,14 @@ public final class HTTPDaemon: Sendable {
     private let boundPort = Atomic<UInt16>(0)
     /// When the deadline clock looks next (monotonic nanoseconds).
     private let nextWake = Atomic<UInt64>(0)
-    /// Open event streams, by id: ended at stop.
-    private let streams = Locked<[UInt64: EventStream]>([:])
-    /// Streams whose socket is full.
+    /// The open event streams (ended at stop), their heartbeats and their
+    /// full sockets.
     let streamWriter: StreamWriter
 
     public init(configuration: Configuration, responder: any HTTPResponder, logger: Logger = Logger(label: "observable.http")) {
         self.configuration = configuration
-        self.streamWriter = StreamWriter(stallTimeout: .seconds(configuration.idleTimeout))
+        self.streamWriter = StreamWriter(heartbeat: .milliseconds(Int64(configuration.heartbeat * 1000)),
+                                         stallTimeout: .seconds(configuration.idleTimeout))
         self.responder = responder
         self.logger = logger
     }
@@ -81,6 +84,9 @@ public final class HTTPDaemon: Sendable {
 
     /// Connections parked by long-polls right now.
     public var parkedCount: Int { lot.withLock { $0.count } }
+
+    /// Event streams open right now.
+    public var streamCount: Int { streamWriter.count }
 
     /// Connections open right now.
     public var connectionCount: Int {
@@ -149,13 +155,13 @@ public final class HTTPDaemon: Sendable {
         let parked = lot.withLock { $0.removeAll() }
         resume(parked.map { ($0, $0.onDeadline()) })
         // Streams end after what they were sent (a client reconnects and resumes).
-        for stream in streams.withLock({ Array($0.values) }) { stream.close() }
+        for stream in streamWriter.streams { stream.close() }
         ServiceThread.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, timeout: grace, step: 0.01)
         // A stream's connection may be suspended: ended for good before the daemon stops.
-        if !ServiceThread.wait(until: { streams.withLock { $0.isEmpty } }, timeout: .seconds(5), step: 0.01) {
+        if !ServiceThread.wait(until: { streamWriter.count == 0 }, timeout: .seconds(5), step: 0.01) {
             // Clients that do not read what they were sent are cut.
-            for stream in streams.withLock({ Array($0.values) }) { stream.abort() }
-            ServiceThread.wait(until: { streams.withLock { $0.isEmpty } }, timeout: .seconds(2), step: 0.01)
+            for stream in streamWriter.streams { stream.abort() }
+            ServiceThread.wait(until: { streamWriter.count == 0 }, timeout: .seconds(2), step: 0.01)
         }
         streamWriter.stop()
         // A suspended connection must be resumed before the daemon stops,
@@ -208,7 +214,7 @@ public final class HTTPDaemon: Sendable {
         let chunked = !context.isHTTP10
         let stream = EventStream(connection: connection, id: nextParkID.add(1, ordering: .relaxed).oldValue, daemon: self, chunked: chunked,
                                  onDrained: onDrained, onEnd: onEnd)
-        streams.withLock { $0[stream.id] = stream }
+        streamWriter.add(stream)
         context.answered = true
         context.stream = stream
         // Written and suspended when the responder is done (`handle`).
@@ -217,7 +223,7 @@ public final class HTTPDaemon: Sendable {
     }
 
     func streamEnded(_ stream: EventStream) {
-        _ = streams.withLock { $0.removeValue(forKey: stream.id) }
+        streamWriter.remove(stream)
     }
 
     /// Whether `stop` has begun: new connections are refused from then on.

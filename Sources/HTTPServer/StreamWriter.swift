@@ -4,26 +4,47 @@ import Concurrency
 import Glibc
 #endif
 
-/// Waits, on one thread, for the sockets of event streams whose client has
-/// not read what it was sent, and lets each stream write again when its
-/// socket can take more. Most streams never come here: a stream's events are
-/// small, and a socket takes them at once. A stream whose client takes
-/// nothing for `stallTimeout` is cut.
+/// Looks after the open event streams, on one thread: sends a heartbeat to
+/// each that has been silent for `heartbeat`, waits for the sockets of
+/// those whose client has not read what it was sent and lets each write
+/// again when its socket can take more, and cuts one whose client takes
+/// nothing for `stallTimeout`. Most streams never wait: a stream's events
+/// are small, and a socket takes them at once.
 final class StreamWriter: @unchecked Sendable {
-    // Safe to share: `waiting` and `thread` are only touched under their locks.
+    // Safe to share: `open`, `waiting` and `thread` are only touched under their locks.
     private let poller: Int32
+    /// Every open stream, by id.
+    private let open = Locked<[UInt64: EventStream]>([:])
+    /// The streams waiting for their socket, by id.
     private let waiting = Locked<[UInt64: EventStream]>([:])
     private let thread = Locked<ServiceThread?>(nil)
+    private let heartbeat: Duration
     private let stallTimeout: Duration
 
-    init(stallTimeout: Duration) {
+    init(heartbeat: Duration, stallTimeout: Duration) {
         poller = epoll_create1(Int32(EPOLL_CLOEXEC))
+        self.heartbeat = heartbeat
         self.stallTimeout = stallTimeout
     }
 
     deinit {
         if poller >= 0 { Glibc.close(poller) }
     }
+
+    /// Looks after `stream` until `remove`.
+    func add(_ stream: EventStream) {
+        open.withLock { $0[stream.id] = stream }
+        startIfNeeded()
+    }
+
+    func remove(_ stream: EventStream) {
+        _ = open.withLock { $0.removeValue(forKey: stream.id) }
+    }
+
+    /// The streams open now.
+    var streams: [EventStream] { open.withLock { Array($0.values) } }
+
+    var count: Int { open.withLock { $0.count } }
 
     /// Calls `stream.writable()` once its socket can take more (once: watch
     /// again to hear again).
@@ -39,7 +60,6 @@ final class StreamWriter: @unchecked Sendable {
             // Known to the poller from an earlier wait: armed again.
             epoll_ctl(poller, EPOLL_CTL_MOD, stream.socket, &event)
         }
-        startIfNeeded()
     }
 
     /// Stops watching `stream` (before its connection goes back to
@@ -67,15 +87,26 @@ final class StreamWriter: @unchecked Sendable {
                         guard let stream = self.waiting.withLock({ $0[id] }) else { continue }
                         stream.writable()
                     }
-                    if ServerClock.now >= nextCheck {
-                        nextCheck = ServerClock.now.advanced(by: .seconds(1))
-                        let stalled = ServerClock.now.advanced(by: .zero - self.stallTimeout)
-                        for stream in self.waiting.withLock({ Array($0.values) }) where stream.stalled(since: stalled) {
-                            stream.abort()
-                        }
+                    let now = ServerClock.now
+                    if now >= nextCheck {
+                        nextCheck = now.advanced(by: .seconds(1))
+                        self.keep(now: now)
                     }
                 }
             }
+        }
+    }
+
+    /// Once a second: a heartbeat to the silent streams (only they are taken
+    /// out of the lock), and the stalled ones cut.
+    private func keep(now: ServerClock.Instant) {
+        let silent = now.advanced(by: .zero - heartbeat)
+        for stream in open.withLock({ $0.values.filter { $0.lastWrite < silent } }) {
+            stream.send(EventStream.heartbeat)
+        }
+        let stalled = now.advanced(by: .zero - stallTimeout)
+        for stream in waiting.withLock({ Array($0.values) }) where stream.stalled(since: stalled) {
+            stream.abort()
         }
     }
 }

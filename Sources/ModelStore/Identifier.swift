@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Concurrency
 
 /// Server-made ids: time-ordered (version 7) UUIDs in lower case: the
 /// milliseconds since 1970 in the first 48 bits, then 74 random bits. New
@@ -14,9 +12,7 @@ enum Identifier {
         // opening a file, unlike `UUID()` here: two 64-bit draws.
         var generator = SystemRandomNumberGenerator()
         let high = generator.next(), low = generator.next()
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        let milliseconds = UInt64(time.tv_sec) * 1000 + UInt64(time.tv_nsec / 1_000_000)
+        let milliseconds = UInt64(ServerClock.wallSeconds * 1000)
         var bytes = [UInt8](repeating: 0, count: 16)
         for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: milliseconds >> (UInt64(5 - i) * 8)) }
         bytes[6] = UInt8(truncatingIfNeeded: high)

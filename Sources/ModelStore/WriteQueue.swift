@@ -1,3 +1,4 @@
+import Concurrency
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -75,7 +76,7 @@ final class WriteQueue: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         if closed { return .closed }
         if case .nobody = committer {
-            let busy = Self.now() &- idleSince < Self.busyWindow
+            let busy = ServerClock.now.nanoseconds &- idleSince < Self.busyWindow
             guard handsOver || busy, wait() else {
                 committer = .caller
                 return .commitNow
@@ -96,7 +97,7 @@ final class WriteQueue: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         if items.isEmpty {
             committer = .nobody
-            idleSince = Self.now()
+            idleSince = ServerClock.now.nanoseconds
             pthread_mutex_unlock(mutex)
             if closed { pthread_cond_broadcast(condition) }
             return
@@ -116,7 +117,7 @@ final class WriteQueue: @unchecked Sendable {
             if case .committingThread = committer {
                 if items.isEmpty {
                     committer = .nobody
-                    idleSince = Self.now()
+                    idleSince = ServerClock.now.nanoseconds
                     pthread_cond_broadcast(condition)
                 } else if items.count <= limit {
                     var taken: [any QueuedWrite] = []
@@ -130,12 +131,6 @@ final class WriteQueue: @unchecked Sendable {
             if closed, case .nobody = committer { return nil }
             pthread_cond_wait(condition, mutex)
         }
-    }
-
-    private static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
     /// Refuses new writes; those already queued are still committed.

@@ -89,7 +89,7 @@ struct Serve: ParsableCommand {
         configuration.limits.defaultLongPoll = min(30, configuration.limits.maxLongPoll)
         let heartbeat = try setting(heartbeat, "OBSERVABLE_HEARTBEAT", default: 15)
         guard heartbeat >= 1 else { throw ValidationError("heartbeat must be positive") }
-        configuration.limits.heartbeat = Double(heartbeat)
+        configuration.http.heartbeat = Double(heartbeat)
         // Tokens come only from the environment: flags would show them in `ps`.
         let environment = ProcessInfo.processInfo.environment
         configuration.access = AccessPolicy(

@@ -52,11 +52,7 @@ import TestSupport
         let again = try TestServer(folder: folder)
         _ = try again.client.post("/truck/orders", Self.order)
         stream = try EventStreamClient(port: again.port, observer: observer, lastEventID: first.id)
-        var counts: [Int64] = []
-        while counts.count < 2, let event = try stream.next() {
-            counts += event.json.changeList.compactMap { $0["new"]?.intValue }
-        }
-        #expect(counts == [2, 3])
+        #expect(try stream.newValues(count: 2) == [2, 3])
         // An EventSource opened with `since` asks that URL again when it
         // reconnects, with Last-Event-ID: the later of the two holds.
         let reconnected = try EventStreamClient(port: again.port, observer: observer, query: "since=0", lastEventID: first.id)
@@ -66,7 +62,7 @@ import TestSupport
     }
 
     @Test func aSilentStreamGetsAHeartbeatAndStopEndsItCleanly() throws {
-        let server = try TestServer { $0.limits.heartbeat = 1 }
+        let server = try TestServer { $0.http.heartbeat = 1 }
         let observer = try server.client.observer()
         let stream = try EventStreamClient(port: server.port, observer: observer, receiveTimeout: 5)
         #expect(try stream.nextComment())  // ": observing …"
@@ -163,21 +159,24 @@ import TestSupport
         #expect(limited.header("Preference-Applied") == "wait=1")
     }
 
+    /// An observer that read the order count, and its stream from there on
+    /// a connection whose small receive buffer fills at once.
+    private func slowStream(on server: TestServer) throws -> (observer: String, cursor: Int64, stream: EventStreamClient) {
+        let observer = try server.client.observer()
+        let cursor = try #require(try server.client.get("/truck/orderCount", observer: observer).cursor)
+        let stream = try EventStreamClient(port: server.port, observer: observer, query: "since=\(cursor)", receiveBuffer: 2048)
+        try waitUntil(timeout: 5) { try server.client.metric("observable_streams_open") == 1 }
+        return (observer, cursor, stream)
+    }
+
     @Test func aSlowClientIsSentNoMoreThanItTakesAndCatchesUp() throws {
         let server = try TestServer()
         let client = server.client
-        let observer = try client.observer()
-        let cursor = try #require(try client.get("/truck/orderCount", observer: observer).cursor)
-        // A small receive buffer fills at once.
-        let slow = try EventStreamClient(port: server.port, observer: observer, query: "since=\(cursor)", receiveBuffer: 2048)
-        try waitUntil(timeout: 5) { try client.metric("observable_streams_open") == 1 }
+        let (_, _, slow) = try slowStream(on: server)
         let orders = 1500
         for _ in 0..<orders { _ = try client.post("/truck/orders", Self.order) }
         // Behind, and not cut while it takes what it is sent.
-        var counts: [Int64] = []
-        while counts.count < orders, let event = try slow.next() {
-            counts += event.json.changeList.compactMap { $0["new"]?.intValue }
-        }
+        let counts = try slow.newValues(count: orders)
         #expect(counts.count == orders && counts == (1...Int64(orders)).map { $0 }, "read \(counts.count) of \(orders) in order")
         _ = try client.post("/truck/orders", Self.order)
         #expect(try slow.next()?.json.changeList.first?["new"]?.intValue == Int64(orders + 1))
@@ -186,10 +185,7 @@ import TestSupport
     @Test func aClientThatTakesNothingForTheIdleTimeoutIsCutAndResumesWithNothingMissed() throws {
         let server = try TestServer { $0.http.idleTimeout = 1 }
         let client = server.client
-        let observer = try client.observer()
-        let cursor = try #require(try client.get("/truck/orderCount", observer: observer).cursor)
-        let slow = try EventStreamClient(port: server.port, observer: observer, query: "since=\(cursor)", receiveBuffer: 2048)
-        try waitUntil(timeout: 5) { try client.metric("observable_streams_open") == 1 }
+        let (observer, cursor, slow) = try slowStream(on: server)
         // Orders until the socket is full and the client, taking nothing, is cut.
         var orders = 0
         while orders < 20_000, try client.metric("observable_streams_open") == 1 {
@@ -203,9 +199,7 @@ import TestSupport
         #expect(counts.count < orders, "read \(counts.count) of \(orders) before the cut")
         // It reconnects from its last whole event and misses and repeats nothing.
         let again = try EventStreamClient(port: server.port, observer: observer, lastEventID: read.last?.id ?? "\(cursor)")
-        while counts.count < orders, let event = try again.next() {
-            counts += event.json.changeList.compactMap { $0["new"]?.intValue }
-        }
+        counts += try again.newValues(count: orders - counts.count)
         #expect(counts == (1...Int64(orders)).map { $0 }, "\(counts.count) of \(orders), in order")
     }
 

@@ -66,6 +66,16 @@ final class EventStreamClient {
         return true
     }
 
+    /// The `new` values of the changes of the events that come, until there
+    /// are `count` of them or the stream ends.
+    func newValues(count: Int) throws -> [Int64] {
+        var values: [Int64] = []
+        while values.count < count, let event = try next() {
+            values += event.json.changeList.compactMap { $0["new"]?.intValue }
+        }
+        return values
+    }
+
     /// Every event until the stream ends.
     func rest() throws -> [Event] {
         var events: [Event] = []

@@ -102,7 +102,7 @@ final class Harness: @unchecked Sendable {  // used from libFuzzer's one thread 
             fatalError("cannot open the fuzz store at \(path): \(error)")
         }
         // CORS on, tokens off: every route is reachable and the CORS paths run too.
-        let api = ObservableAPI(store: store, policy: AccessPolicy(corsOrigins: ["https://app.example"]), daemonGauges: { (0, 0) })
+        let api = ObservableAPI(store: store, policy: AccessPolicy(corsOrigins: ["https://app.example"]), daemonGauges: { (0, 0, 0) })
         responder = api.responder()
         // Never started and never attached to the API: polls are kept from
         // parking (see `FuzzRequest.neverPark`), so nothing resumes on it.
