@@ -45,12 +45,15 @@ final class ChangeFeed: Sendable {
 
     let store: Store
     let metrics: Metrics
+    /// The feed route's request counter, found once.
+    let counter: Metrics.RouteCounter
     /// Weak: the daemon owns the responder that owns this feed.
     private let daemon = Locked(Weak<HTTPDaemon>())
 
     init(store: Store, metrics: Metrics) {
         self.store = store
         self.metrics = metrics
+        counter = metrics.counter(for: Self.route)
     }
 
     func attach(_ daemon: HTTPDaemon) {
@@ -73,7 +76,7 @@ final class ChangeFeed: Sendable {
                 waiter.expired.store(true, ordering: .releasing)
                 registry.withLock { $0.withdraw(waiter, of: observer) }
                 let response = self.answer(waiter)
-                metrics.recordRequest(route: Self.route, status: response.status)
+                counter.record(response.status)
                 return response
             }) else { return nil }
             waiter.parked.withLock { $0 = parked }
@@ -131,6 +134,9 @@ final class ChangeFeed: Sendable {
     func wake(_ woken: [(observer: String, waiter: any ChangeWaiter)]) {
         var answers: [(ParkedConnection, HTTPResponse)] = []
         answers.reserveCapacity(woken.count)
+        // A change many read gives many of them the same answer: it is
+        // built once, and libmicrohttpd holds one copy of it for all.
+        var same: [SameAnswer: HTTPResponse] = [:]
         for (_, waiter) in woken {
             if let stream = waiter as? StreamingPoll {
                 deliver(stream)
@@ -145,10 +151,29 @@ final class ChangeFeed: Sendable {
                         displacing: false, park: { poll.expired.load(ordering: .acquiring) ? nil : poll })
             }
             if case .parked = result { continue }
+            if case .changes(let changes, let cursor) = result, poll.headers.isEmpty {
+                let key = SameAnswer(cursor: cursor, seqs: changes.map(\.seq), coalesce: poll.coalesce)
+                if let index = same.index(forKey: key) {
+                    same.values[index].share()
+                    answers.append((connection, same.values[index]))
+                } else {
+                    let response = Self.feedResponse(changes, cursor: cursor)
+                    same[key] = response
+                    answers.append((connection, response))
+                }
+                continue
+            }
             answers.append((connection, poll.finish(Self.response(for: result))))
         }
         metrics.recordWakeups(answers.count)
         resume(answers)
+    }
+
+    /// What makes two woken polls' answers the same.
+    private struct SameAnswer: Hashable {
+        let cursor: Int64
+        let seqs: [Int64]
+        let coalesce: Bool
     }
 
     /// Answers the parked poll of a deleted observer.
@@ -160,7 +185,7 @@ final class ChangeFeed: Sendable {
 
     func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
         guard !answers.isEmpty, let daemon = daemon.withLock({ $0.object }) else { return }
-        for (_, response) in answers { metrics.recordRequest(route: Self.route, status: response.status) }
+        counter.record(answers.lazy.map { $0.1.status })
         daemon.resume(answers)
     }
 
@@ -197,11 +222,8 @@ final class ChangeFeed: Sendable {
             write(change, into: &body)
         }
         body.append(contentsOf: "]}".utf8)
-        var response = HTTPResponse(status: 200, body: body)
-        response.setHeader("Content-Type", "application/json")
-        response.setHeader("Observation-Cursor", String(cursor))
-        response.setHeader("Cache-Control", "no-store")
-        return response
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Observation-Cursor", String(cursor)),
+                                                   ("Cache-Control", "no-store")], body: body)
     }
 
     static func write(_ change: Change, into body: inout [UInt8]) {

@@ -13,14 +13,27 @@ public final class Metrics: Sendable {
             self.route = route
         }
 
-        func record(_ status: Int) {
+        func record(_ status: Int, times: Int = 1) {
             counts.withLock { counts in
                 if let index = counts.firstIndex(where: { $0.status == status }) {
-                    counts[index].count += 1
+                    counts[index].count += times
                 } else {
-                    counts.append((status, 1))
+                    counts.append((status, times))
                 }
             }
+        }
+
+        /// Counts a batch of answers: one lock per status, not per answer.
+        func record(_ statuses: some Sequence<Int>) {
+            var tally: [(status: Int, count: Int)] = []
+            for status in statuses {
+                if let index = tally.firstIndex(where: { $0.status == status }) {
+                    tally[index].count += 1
+                } else {
+                    tally.append((status, 1))
+                }
+            }
+            for (status, count) in tally { record(status, times: count) }
         }
 
         var snapshot: [(status: Int, count: Int)] { counts.withLock { $0 } }

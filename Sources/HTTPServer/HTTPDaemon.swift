@@ -415,21 +415,11 @@ public final class HTTPDaemon: Sendable {
 
     private func send(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
         context.answered = true
-        let mhdResponse = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-        }
-        guard let mhdResponse else { return .NO }
-        defer { MHD_destroy_response(mhdResponse) }
-        for header in response.headers {
-            // A native string's UTF-8 is already NUL-terminated: no copy.
-            _ = header.name.withCString { name in
-                header.value.withCString { value in MHD_add_response_header(mhdResponse, name, value) }
-            }
-        }
         if logger.logLevel <= .debug {
             logger.debug("\(context.method) \(context.url) \(response.status)")
         }
-        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+        guard let prepared = response.prepared ?? PreparedResponse(response) else { return .NO }
+        return withExtendedLifetime(prepared) { MHD_queue_response(connection, UInt32(response.status), prepared.raw) }
     }
 
     private func lookup(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ name: String) -> String? {

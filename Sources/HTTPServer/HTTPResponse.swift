@@ -1,13 +1,25 @@
+internal import CMicroHTTPD
+
 /// A response to send: status, headers and body.
 public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
+    public var status: Int { didSet { prepared = nil } }
+    public var headers: [(name: String, value: String)] { didSet { prepared = nil } }
+    public var body: [UInt8] { didSet { prepared = nil } }
+    /// libmicrohttpd's own copy of it, made once by `shared()` for an answer
+    /// that goes to many connections; any change lets it go.
+    private(set) var prepared: PreparedResponse?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// Makes libmicrohttpd's copy of this response now (once): every
+    /// connection it is sent to then queues that one copy (libmicrohttpd
+    /// counts its references) instead of copying the body and headers again.
+    public mutating func share() {
+        if prepared == nil { prepared = PreparedResponse(self) }
     }
 
     public mutating func setHeader(_ name: String, _ value: String) {
@@ -27,5 +39,30 @@ public struct HTTPResponse: Sendable {
 func sameHeaderName(_ a: String, _ b: String) -> Bool {
     a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
         x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+    }
+}
+
+/// A response as libmicrohttpd holds it, released with the last
+/// `HTTPResponse` that refers to it; libmicrohttpd keeps it alive for the
+/// connections it is queued on.
+final class PreparedResponse: @unchecked Sendable {
+    let raw: OpaquePointer
+
+    init?(_ response: HTTPResponse) {
+        let made = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let made else { return nil }
+        for header in response.headers {
+            // A native string's UTF-8 is already NUL-terminated: no copy.
+            _ = header.name.withCString { name in
+                header.value.withCString { value in MHD_add_response_header(made, name, value) }
+            }
+        }
+        raw = made
+    }
+
+    deinit {
+        MHD_destroy_response(raw)
     }
 }
