@@ -23,6 +23,13 @@ public struct ObservationRegistry: Sendable {
         /// short list instead of scanning the log.
         var inboxes: [String: Inbox] = [:]
 
+        /// Marks the observer at `position` used `now`; it is saved at the
+        /// next housekeeping when `saving` or when its saved use is stale.
+        mutating func use(at position: Dictionary<String, ObserverSnapshot>.Index, now: Double, saving: Bool = false) {
+            observers.values[position].lastUsed = now
+            if saving || observers.values[position].useIsStale(now: now) { dirty.insert(observers.keys[position]) }
+        }
+
         /// The observers a change to `key` at `seq` reaches: those that read
         /// `key` before it.
         func readers(of key: PropertyKey, before seq: Int64) -> [String] {
@@ -32,12 +39,13 @@ public struct ObservationRegistry: Sendable {
 
         /// The changes `observer` receives after `since` (no older than the
         /// oldest kept), at most `limit` unless that would split a
-        /// transaction, and the cursor after them.
-        func page(_ id: String, _ observer: ObserverSnapshot, after since: Int64, limit: Int) -> (changes: [Change], cursor: Int64) {
+        /// transaction, and the cursor after them; read off its `inbox`
+        /// where that reaches back to `since`.
+        func page(_ observer: ObserverSnapshot, inbox: Inbox?, after since: Int64, limit: Int) -> (changes: [Change], cursor: Int64) {
             var found: [Change] = []
             var cursor = lastSeq
             let firstSeq = log.first?.seq ?? (lastSeq + 1)
-            if let inbox = inboxes[id], since >= inbox.floor {
+            if let inbox, since >= inbox.floor {
                 for seq in inbox.seqs where seq > since {
                     let change = log[Int(seq - firstSeq)]
                     if found.count >= limit, let last = found.last, change.transaction != last.transaction {
@@ -174,8 +182,7 @@ public struct ObservationRegistry: Sendable {
         guard let observer = s.observers[id] else { return false }
         Self.unindex(observer, in: &s)
         s.observers[id]!.reads = [:]
-        s.observers[id]!.lastUsed = now
-        s.dirty.insert(id)
+        s.use(at: s.observers.index(forKey: id)!, now: now)
         s.inboxes[id] = Inbox(floor: s.lastSeq)
         return true
     }
@@ -189,9 +196,8 @@ public struct ObservationRegistry: Sendable {
 
     /// Marks an observer as used now; returns false for an unknown one.
     public mutating func touch(_ id: String, now: Double) -> Bool {
-        guard s.observers[id] != nil else { return false }
-        s.observers[id]!.lastUsed = now
-        s.dirty.insert(id)
+        guard let position = s.observers.index(forKey: id) else { return false }
+        s.use(at: position, now: now)
         return true
     }
 
@@ -201,9 +207,9 @@ public struct ObservationRegistry: Sendable {
     /// one of `keys` already (false for an unknown observer): such a read
     /// adds nothing, so it has nothing to store.
     public mutating func touch(_ id: String, now: Double, hasRead keys: [PropertyKey]) -> Bool {
-        guard let observer = s.observers[id] else { return false }
-        s.observers[id]!.lastUsed = now
-        s.dirty.insert(id)
+        guard let position = s.observers.index(forKey: id) else { return false }
+        s.use(at: position, now: now)
+        let observer = s.observers.values[position]
         return keys.allSatisfy { observer.reads[$0] != nil }
     }
 
@@ -266,9 +272,9 @@ public struct ObservationRegistry: Sendable {
     private static func plan(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, limit: Int,
                              in s: inout State) -> TrackPlan
     {
-        guard var observer = s.observers[id] else { return .refused(.unknownObserver) }
-        s.observers[id]!.lastUsed = now
-        s.dirty.insert(id)
+        guard let position = s.observers.index(forKey: id) else { return .refused(.unknownObserver) }
+        s.use(at: position, now: now)
+        var observer = s.observers.values[position]
         var added: [(PropertyKey, Int64)] = []
         for key in keys where observer.reads[key] == nil {
             observer.reads[key] = seq
@@ -301,8 +307,10 @@ public struct ObservationRegistry: Sendable {
         for change in changes {
             s.log.append(change)
             s.lastSeq = change.seq
-            var receivers = Set<String>()
-            for key in change.keys { receivers.formUnion(s.readers(of: key, before: change.seq)) }
+            // One key (most changes) has each reader once: no set to build.
+            let receivers = change.keys.count == 1
+                ? s.readers(of: change.keys[0], before: change.seq)
+                : Array(Set(change.keys.flatMap { s.readers(of: $0, before: change.seq) }))
             for id in receivers {
                 s.inboxes[id, default: Inbox(floor: change.seq - 1)].seqs.append(change.seq)
                 for key in change.impliedReads where s.observers[id]?.reads[key] == nil {
@@ -333,21 +341,25 @@ public struct ObservationRegistry: Sendable {
     public mutating func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
                      park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
     {
-        guard let observer = s.observers[id] else { return (.unknownObserver, nil) }
-        s.observers[id]!.lastUsed = now
-        s.dirty.insert(id)
+        // Found once by position and updated in place: a poll is on the
+        // path of every wake-up, and each lookup hashes the id again.
+        guard let position = s.observers.index(forKey: id) else { return (.unknownObserver, nil) }
+        // Without `since`, the implicit cursor is in use: saved every time.
+        s.use(at: position, now: now, saving: since == nil)
+        let observer = s.observers.values[position]
         let since = since ?? observer.cursor
         if since < s.prunedThrough { return (.gone(oldestAvailable: s.prunedThrough), nil) }
         if since > s.lastSeq { return (.ahead(newest: s.lastSeq), nil) }
-        if var inbox = s.inboxes[id], since >= inbox.floor {
-            inbox.acknowledge(through: max(since, s.prunedThrough))
-            s.inboxes[id] = inbox
+        let inboxPosition = s.inboxes.index(forKey: id)
+        if let inboxPosition, since >= s.inboxes.values[inboxPosition].floor {
+            s.inboxes.values[inboxPosition].acknowledge(through: max(since, s.prunedThrough))
         }
-        var (found, cursor) = s.page(id, observer, after: since, limit: limit)
+        let inbox = inboxPosition.map { s.inboxes.values[$0] }
+        var (found, cursor) = s.page(observer, inbox: inbox, after: since, limit: limit)
         if coalesce {
             found = Change.coalesce(found)
             while found.isEmpty && cursor < s.lastSeq {
-                (found, cursor) = s.page(id, observer, after: cursor, limit: limit)
+                (found, cursor) = s.page(observer, inbox: inbox, after: cursor, limit: limit)
                 found = Change.coalesce(found)
             }
         }
@@ -355,7 +367,7 @@ public struct ObservationRegistry: Sendable {
             let displaced = s.waiters.updateValue(waiter, forKey: id)
             return (.parked, displaced)
         }
-        s.observers[id]!.cursor = cursor
+        s.observers.values[position].cursor = cursor
         return (.changes(found, cursor: cursor), nil)
     }
 
@@ -398,20 +410,27 @@ public struct ObservationRegistry: Sendable {
         return expired
     }
 
-    /// Observers whose cursor or last use changed since the last call, for
-    /// persisting. A parked observer is not rewritten every second: its
-    /// poll's answer marks it used, and expiry skips it while it is parked.
-    /// With `touchingParked`, a parked observer past half its TTL counts as
+    /// Observers to save since the last call: those whose implicit cursor
+    /// was used, and those whose saved use is stale (`use(at:)`). A parked
+    /// observer is not rewritten every second: its poll's answer marks it
+    /// used, and expiry skips it while it is parked. With `touchingParked`,
+    /// a parked observer whose saved use is past half its TTL counts as
     /// used now (where other processes decide expiry on what is saved).
     public mutating func takeDirty(now: Double, touchingParked: Bool = false) -> [ObserverSnapshot] {
         if touchingParked {
             for id in s.waiters.keys {
-                guard let observer = s.observers[id], observer.lastUsed + Double(observer.ttlSeconds) / 2 < now else { continue }
+                guard let observer = s.observers[id], observer.savedUse + Double(observer.ttlSeconds) / 2 < now else { continue }
                 s.observers[id]!.lastUsed = now
                 s.dirty.insert(id)
             }
         }
-        let snapshots = s.dirty.compactMap { s.observers[$0] }
+        var snapshots: [ObserverSnapshot] = []
+        snapshots.reserveCapacity(s.dirty.count)
+        for id in s.dirty {
+            guard let position = s.observers.index(forKey: id) else { continue }
+            s.observers.values[position].savedUse = s.observers.values[position].lastUsed
+            snapshots.append(s.observers.values[position])
+        }
         s.dirty.removeAll(keepingCapacity: true)
         return snapshots
     }

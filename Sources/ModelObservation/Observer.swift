@@ -9,6 +9,8 @@ public struct ObserverSnapshot: Sendable, Equatable {
     public var ttlSeconds: Int
     /// Seconds since 1970 of the last use.
     public var lastUsed: Double
+    /// The last use as last saved (`lastUsed` when loaded or created).
+    public var savedUse: Double
 
     public init(id: String, reads: [PropertyKey: Int64] = [:], cursor: Int64, ttlSeconds: Int, lastUsed: Double) {
         self.id = id
@@ -16,6 +18,16 @@ public struct ObserverSnapshot: Sendable, Equatable {
         self.cursor = cursor
         self.ttlSeconds = ttlSeconds
         self.lastUsed = lastUsed
+        savedUse = lastUsed
+    }
+
+    /// Whether a use now is worth saving on its own: once the saved use is
+    /// a quarter of the TTL old. Saved that often, an observer in use never
+    /// looks expired to what reads the saved use (another instance, or this
+    /// one after a restart), and a busy observer is not rewritten every
+    /// second.
+    func useIsStale(now: Double) -> Bool {
+        now - savedUse >= Double(ttlSeconds) / 4
     }
 
     /// Whether this observer receives `change`: it read one of the change's

@@ -47,6 +47,40 @@ final class Waiter: ChangeWaiter {}
         if case .ahead = registry.poll("a", since: 4, limit: 10, now: 0).poll {} else { Issue.record("expected ahead") }
     }
 
+    @Test func aUseIsSavedOnceItIsAQuarterOfTheTTLOldAndAnImplicitCursorEveryTime() {
+        var registry = ObservationRegistry(retain: 10)
+        registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 40, lastUsed: 0))
+        // Polls with `since`: the use is saved when 10 s (a quarter of 40) old.
+        _ = registry.poll("a", since: 0, limit: 10, now: 9)
+        #expect(registry.takeDirty(now: 9).isEmpty)
+        #expect(registry.observer("a")?.lastUsed == 9)
+        _ = registry.poll("a", since: 0, limit: 10, now: 10)
+        let saved = registry.takeDirty(now: 10)
+        #expect(saved.map(\.id) == ["a"])
+        #expect(saved.first?.lastUsed == 10)
+        _ = registry.poll("a", since: 0, limit: 10, now: 12)
+        #expect(registry.takeDirty(now: 12).isEmpty)
+        // A poll without `since` moves the implicit cursor: saved at once.
+        _ = registry.publish([change(1, "/x")])
+        _ = registry.poll("a", since: nil, limit: 10, now: 13)
+        #expect(registry.takeDirty(now: 13).map(\.cursor) == [1])
+        // Reads count as uses too.
+        _ = registry.track("a", keys: [PropertyKey("/x")], at: 1, now: 14)
+        #expect(registry.takeDirty(now: 14).isEmpty)
+        _ = registry.track("a", keys: [PropertyKey("/y")], at: 1, now: 23)
+        #expect(registry.takeDirty(now: 23).map(\.lastUsed) == [23])
+    }
+
+    @Test func aParkedObserverIsTouchedForOthersWhenItsSavedUseIsHalfItsTTLOld() {
+        var registry = ObservationRegistry(retain: 10)
+        registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 40, lastUsed: 0))
+        // Parked at 9: used, but not saved (the saved use is 0).
+        _ = registry.poll("a", since: 0, limit: 10, now: 9) { Waiter() }
+        #expect(registry.takeDirty(now: 19, touchingParked: true).isEmpty)
+        #expect(registry.takeDirty(now: 21, touchingParked: true).map(\.lastUsed) == [21])
+        #expect(registry.takeDirty(now: 22, touchingParked: true).isEmpty)
+    }
+
     @Test func expiryDropsIdleObserversButNotParkedOnes() {
         var registry = ObservationRegistry(retain: 10)
         registry.add(ObserverSnapshot(id: "idle", cursor: 0, ttlSeconds: 5, lastUsed: 0))
