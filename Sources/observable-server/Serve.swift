@@ -31,7 +31,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds of silence after which an event stream gets a comment line (env OBSERVABLE_HEARTBEAT; default 15).")
     var heartbeat: Int?
 
-    @Option(name: .customLong("connection-limit"), help: "Connections served at once (env OBSERVABLE_CONNECTION_LIMIT; default 20000).")
+    @Option(name: .customLong("connection-limit"), help: "Connections served at once (env OBSERVABLE_CONNECTION_LIMIT; default: as many as the open-descriptor limit allows, less 64).")
     var connectionLimit: Int?
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle connection is closed (env OBSERVABLE_IDLE_TIMEOUT; default 30).")
@@ -83,7 +83,13 @@ struct Serve: ParsableCommand {
         configuration.http.port = try setting(port, "OBSERVABLE_PORT", default: 8080)
         configuration.http.threads = try setting(threads, "OBSERVABLE_THREADS", default: ProcessInfo.processInfo.activeProcessorCount)
         configuration.http.maxBody = try setting(maxBody, "OBSERVABLE_MAX_BODY", default: 1 << 20)
-        configuration.http.connectionLimit = try setting(connectionLimit, "OBSERVABLE_CONNECTION_LIMIT", default: 20_000)
+        // Each connection is a descriptor: as many as the process may open.
+        let descriptors = raiseDescriptorLimit()
+        configuration.http.connectionLimit = try setting(connectionLimit, "OBSERVABLE_CONNECTION_LIMIT", default: descriptors)
+        if configuration.http.connectionLimit > descriptors {
+            logger.warning("connection limit \(configuration.http.connectionLimit) lowered to \(descriptors): the open-descriptor limit allows no more")
+            configuration.http.connectionLimit = descriptors
+        }
         configuration.http.idleTimeout = try setting(idleTimeout, "OBSERVABLE_IDLE_TIMEOUT", default: 30)
         configuration.limits.maxLongPoll = try setting(maxLongPoll, "OBSERVABLE_MAX_LONG_POLL", default: 60)
         configuration.limits.defaultLongPoll = min(30, configuration.limits.maxLongPoll)
@@ -122,4 +128,20 @@ struct Migrate: ParsableCommand {
         let applied = try Store.migrate(database: try store.databaseName(), migrations: SeedModels.catalog().migrations)
         print(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
     }
+}
+
+/// Raises the soft limit on open descriptors to the hard limit (the soft
+/// limit is often 1,024 where the hard one allows far more), and returns how
+/// many connections that leaves room for: all but 64 descriptors, kept for
+/// the database, the listening socket, epoll and the like.
+func raiseDescriptorLimit() -> Int {
+    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    var limit = rlimit()
+    guard getrlimit(resource, &limit) == 0 else { return 1_000 }
+    if limit.rlim_cur < limit.rlim_max {
+        var raised = limit
+        raised.rlim_cur = limit.rlim_max
+        if setrlimit(resource, &raised) == 0 { limit = raised }
+    }
+    return Int(clamping: limit.rlim_cur) - 64 > 0 ? min(Int(clamping: limit.rlim_cur) - 64, 1 << 24) : 1
 }
