@@ -196,10 +196,15 @@ class Control:
         self.client = None
         self.used = 0.0
 
-    def send(self, method, path, body=None):
+    def fresh(self):
+        """Connects anew if the connection may be near the server's idle timeout
+        (before a timed request, so that connecting is not timed)."""
         if self.client is None or time.monotonic() - self.used > 5:
             self.close()
             self.client = KeepAlive(self.port)
+            self.used = time.monotonic()
+
+    def send(self, method, path, body=None):
         self.client.sock.sendall(request_bytes(method, path, body))
 
     def finish(self):
@@ -208,6 +213,7 @@ class Control:
         return answer
 
     def request(self, method, path, body=None):
+        self.fresh()
         self.send(method, path, body)
         return self.finish()
 
@@ -316,14 +322,21 @@ class Peer:
 
     every_evidence = b'"path":"all"'
 
+    def stats(self, instance):
+        client = KeepAlive(instance.port)
+        try:
+            return client.request("GET", "/stats")[2]
+        finally:
+            client.sock.close()
+
     def parked(self, instances):
-        return sum(KeepAlive(i.port).request("GET", "/stats")[2]["parked"] for i in instances)
+        return sum(self.stats(i)["parked"] for i in instances)
 
     def counters(self, instances):
-        return {}
+        return {"seq": self.stats(instances[0])["seq"]}
 
     def unread(self, before, after, answer):
-        return {"wakeups_metric": answer["woken"], "committed": answer["seq"] > 0}
+        return {"wakeups_metric": answer["woken"], "committed": answer["seq"] > before["seq"]}
 
 
 # MARK: - The client's worker processes
@@ -640,6 +653,7 @@ def measure(api, instances, workers, writer, args, pg_pids):
         wait_parked(api, instances, n, park_timeout)
         time.sleep(0.2)
         which = watch({w: None for w in range(len(workers.pipes))}, api.every_evidence, wake_timeout)
+        writer.fresh()
         cpu_before = server_cpu(instances, pg_pids)
         start = time.monotonic()
         writer.send(*api.every())
@@ -673,6 +687,10 @@ def measure(api, instances, workers, writer, args, pg_pids):
     return result
 
 
+def exited(instances):
+    return [i.port for i in instances if i.process.poll() is not None]
+
+
 def run(api, args, folder, port, postgres):
     """Starts the server(s) afresh, sets up the observers, measures, stops."""
     n = args.observers
@@ -693,9 +711,11 @@ def run(api, args, folder, port, postgres):
         workers = Workers(api, [i.port for i in instances], n, workers_count, args.setup_connections)
         writer = Control(instances[0].port)
         result = measure(api, instances, workers, writer, args, pg_pids)
-        for instance in instances:
-            if instance.process.poll() is not None:
-                raise SystemExit(f"{api.label} on port {instance.port} exited")
+        if exited(instances):
+            raise SystemExit(f"{api.label} on ports {exited(instances)} exited during the run")
+    except OSError as error:
+        gone = f" (the server on ports {exited(instances)} exited)" if exited(instances) else ""
+        raise SystemExit(f"{api.label}: {error}{gone}") from error
     finally:
         if writer:
             writer.close()
