@@ -560,6 +560,7 @@ class Workers:
 
 
 def server_cpu(instances, pg_pids):
+    """CPU seconds of the instances, and of PostgreSQL's processes for their database."""
     return cpu_of([i.pid for i in instances]), cpu_of(pg_pids)
 
 
@@ -574,7 +575,7 @@ def wait_parked(api, instances, n, timeout):
         time.sleep(0.05)
 
 
-def measure(api, instances, workers, writer, args, pg_pids):
+def measure(api, instances, workers, writer, args, postgres_pids):
     n = args.observers
     park_timeout = max(30, n / 500)
     setup = workers.collect("setup", workers.setup_timeout + 30)
@@ -654,6 +655,7 @@ def measure(api, instances, workers, writer, args, pg_pids):
         time.sleep(0.2)
         which = watch({w: None for w in range(len(workers.pipes))}, api.every_evidence, wake_timeout)
         writer.fresh()
+        pg_pids = postgres_pids()  # again each round: the instances' pools may have grown
         cpu_before = server_cpu(instances, pg_pids)
         start = time.monotonic()
         writer.send(*api.every())
@@ -674,10 +676,10 @@ def measure(api, instances, workers, writer, args, pg_pids):
 
     # The same write with nothing parked (the polls stay answered).
     repeats = 5
-    cpu_before = server_cpu(instances, pg_pids)
+    cpu_before = server_cpu(instances, [])
     for _ in range(repeats):
         writer.request(*api.every())
-    result["all_write_alone_cpu_ms"] = round((server_cpu(instances, pg_pids)[0] - cpu_before[0]) * 1000 / repeats, 1)
+    result["all_write_alone_cpu_ms"] = round((server_cpu(instances, [])[0] - cpu_before[0]) * 1000 / repeats, 1)
 
     workers.tell("report")
     reports = workers.collect("report", 10)
@@ -705,12 +707,12 @@ def run(api, args, folder, port, postgres):
         raise SystemExit(f"{workers_count} workers hold too many polls each for {hard} descriptors: use --workers")
     database_name = postgres.fresh(f"fanout {count}x") if postgres and api.kind == "ours" else None
     instances = api.start(count, folder, port, limit, database_name and postgres.url(database_name))
-    pg_pids = postgres.pids(database_name) if database_name else []
+    postgres_pids = (lambda: postgres.pids(database_name)) if database_name else list
     workers = writer = None
     try:
         workers = Workers(api, [i.port for i in instances], n, workers_count, args.setup_connections)
         writer = Control(instances[0].port)
-        result = measure(api, instances, workers, writer, args, pg_pids)
+        result = measure(api, instances, workers, writer, args, postgres_pids)
         if exited(instances):
             raise SystemExit(f"{api.label} on ports {exited(instances)} exited during the run")
     except OSError as error:
@@ -722,7 +724,7 @@ def run(api, args, folder, port, postgres):
         if workers:
             workers.stop()
         stop_instances(instances)
-    return {"server": api.label, "kind": api.kind, "instances": count, "engine": "postgres" if pg_pids else "sqlite",
+    return {"server": api.label, "kind": api.kind, "instances": count, "engine": "postgres" if database_name else "sqlite",
             "observers": n, "workers": workers_count, "connection_limit": limit, **result}
 
 
