@@ -434,9 +434,10 @@ class Worker:
         wanted = set(self.polls) if wanted is None else set(wanted)
         self.watch = (wanted, evidence, time.monotonic() + timeout)
 
-    def end_watch(self, force=False):
-        wanted, evidence, deadline = self.watch
-        if not force and not wanted.issubset(self.got) and time.monotonic() < deadline:
+    def end_watch(self):
+        """Reports the answers once all wanted arrived, or at the deadline."""
+        wanted, _, deadline = self.watch
+        if not wanted.issubset(self.got) and time.monotonic() < deadline:
             return
         self.pipe.send(("answers", {"times": {i: t for i, (t, _) in self.got.items()},
                                     "missing": len(wanted - set(self.got)),
@@ -459,9 +460,7 @@ class Worker:
 
     def command(self, name, *arguments):
         if name == "park":
-            started = time.monotonic()
-            count = self.park(*arguments)
-            self.pipe.send(("parked", {"count": count, "seconds": time.monotonic() - started}))
+            self.pipe.send(("parked", self.park(*arguments)))
         elif name == "watch":
             self.start_watch(*arguments)
             self.pipe.send(("watching", None))
