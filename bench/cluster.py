@@ -30,6 +30,7 @@ import json
 import os
 import random
 import re
+import resource
 import select
 import shutil
 import signal
@@ -100,12 +101,24 @@ def cpu_of(pids):
     return total
 
 
+def raise_descriptor_limit():
+    """Lets this process, and what it starts from here on, open as many descriptors as the hard limit allows."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def serve_command(port, database, server=SERVER, arguments=()):
+    return [server, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", database,
+            "--log-level", "warning", *SERVER_ARGUMENTS, *arguments]
+
+
 class Instance:
-    def __init__(self, port, database, folder):
+    """A server process listening on 127.0.0.1:`port`, its output in the folder's log; up once /healthz answers."""
+
+    def __init__(self, port, folder, command):
         self.port = port
         self.log = open(os.path.join(folder, f"server-{port}.log"), "ab")
-        self.process = subprocess.Popen([SERVER, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", database,
-                                         "--log-level", "warning"] + SERVER_ARGUMENTS, stdout=self.log, stderr=self.log)
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=self.log, preexec_fn=raise_descriptor_limit)
         wait_up(port, self.process, seconds=60)
 
     @property
@@ -124,12 +137,13 @@ class Instance:
         return self.process.returncode
 
 
-def start_instances(count, database, folder):
-    """`count` instances on `database`, started one after the other (migrations run once)."""
+def start_instances(count, database, folder, server=SERVER, arguments=(), base_port=BASE_PORT):
+    """`count` instances of `server` on `database`, started one after the other (migrations run once)."""
     instances = []
     try:
         for k in range(count):
-            instances.append(Instance(BASE_PORT + k, database, folder))
+            port = base_port + k
+            instances.append(Instance(port, folder, serve_command(port, database, server, arguments)))
     except BaseException:
         stop_instances(instances)
         raise
