@@ -67,13 +67,13 @@ public final class ObservableAPI: Sendable {
     {
         guard store.isShared, let suspended = context.connection.suspend() else {
             try store.synchronize()
-            return try readNow(context, fields: allowed, render)
+            return try readNow(context, fields: allowed, render, suspended: nil)
         }
         store.whenSynchronized { [self] synchronized in
             var response: HTTPResponse
             do {
                 try synchronized.get()
-                guard case .response(let answer) = try readNow(context, fields: allowed, render) else { return }
+                guard case .response(let answer) = try readNow(context, fields: allowed, render, suspended: suspended) else { return }
                 response = answer
             } catch {
                 response = APIError.response(for: error)
@@ -85,9 +85,10 @@ public final class ObservableAPI: Sendable {
         return .parked
     }
 
-    /// `read`, on the state as it is now.
+    /// `read`, on the state as it is now; `suspended` is its connection
+    /// when that is suspended already.
     private func readNow(_ context: RouteContext, fields allowed: [String],
-                         _ render: (ModelState, FieldSelection) throws -> Representation) throws -> Reply
+                         _ render: (ModelState, FieldSelection) throws -> Representation, suspended: SuspendedConnection?) throws -> Reply
     {
         let request = context.request
         let observer = request.header("Observer") ?? request.query["observer"]
@@ -101,10 +102,35 @@ public final class ObservableAPI: Sendable {
         // still a use of the observer.
         if let observer, request.method == "HEAD" {
             _ = store.registry.withLock { $0.touch(observer, now: ServerClock.wallSeconds) }
-        } else if let observer {
-            try store.track(representation.reads, by: observer, at: snapshot.state.seq)
         }
-        return .response(Self.json(representation.bytes, request: request, cursor: snapshot.state.seq))
+        let response = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
+        guard let observer, request.method != "HEAD" else { return .response(response) }
+        return try answer(context, response, once: representation.reads, by: observer, at: snapshot.state.seq, suspended: suspended)
+    }
+
+    /// Answers `response` once the reads it showed are stored for
+    /// `observer`: at once when they were stored on this thread (or were
+    /// not new), else from the committing thread, where the reads of the
+    /// requests waiting beside them are stored with them (as writes are,
+    /// in `commit`), the connection suspended until then.
+    private func answer(_ context: RouteContext, _ response: HTTPResponse, once reads: [PropertyKey], by observer: String, at seq: Int64,
+                        suspended: SuspendedConnection?) throws -> Reply
+    {
+        let suspension = Suspension()
+        suspension.connection = suspended
+        let outcome = store.submitTrack(reads, by: observer, at: seq, wait: {
+            if suspension.connection == nil { suspension.connection = context.connection.suspend() }
+            return suspension.connection != nil
+        }, then: { [metrics] result in
+            var answer = response
+            if case .failure(let error) = result { answer = APIError.response(for: error) }
+            for header in context.corsHeaders { answer.setHeader(header.name, header.value) }
+            metrics.recordRequest(route: context.route, status: answer.status)
+            suspension.connection?.answer(answer)
+        })
+        guard let outcome else { return .parked }
+        try outcome.get()
+        return .response(response)
     }
 
     /// A `200` JSON answer to a `GET`, or `304` when `If-None-Match` matches.

@@ -1,3 +1,4 @@
+import ModelObservation
 /// A write on its way to a commit: its body, and what it came to.
 ///
 /// The store runs the bodies of the writes waiting together in one
@@ -59,5 +60,54 @@ public struct PreparedWrite<T: Sendable>: Sendable {
     public init(_ body: @escaping @Sendable (inout WriteTransaction) throws -> T, afterCommit: (@Sendable (Store, T) -> Void)? = nil) {
         self.body = body
         self.afterCommit = afterCommit
+    }
+}
+
+/// Reads of one request on their way to being stored: they wait in the
+/// write queue and are stored with the reads waiting beside them, in a
+/// transaction of their own (`Store.store(_:on:woken:)`), not in the
+/// models' (`run` is never called).
+///
+/// `@unchecked Sendable`: as `PendingWrite`.
+final class PendingTrack: QueuedWrite, @unchecked Sendable {
+    let observer: String
+    let keys: [PropertyKey]
+    let seq: Int64
+    let now: Double
+    /// Nil for reads their caller stores and reads the outcome of itself.
+    var completion: (@Sendable (Result<Void, any Error>) -> Void)?
+    private(set) var outcome: Result<Void, any Error> = .failure(ModelError(.unavailable, "the reads were not stored"))
+
+    init(observer: String, keys: [PropertyKey], seq: Int64, now: Double, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        self.observer = observer
+        self.keys = keys
+        self.seq = seq
+        self.now = now
+        self.completion = completion
+    }
+
+    func run(_ transaction: inout WriteTransaction) throws {
+        throw ModelError(.unavailable, "reads are not a model write")
+    }
+
+    func fail(_ error: any Error) {
+        outcome = .failure(error)
+    }
+
+    /// The outcome `result` stands for.
+    func conclude(_ result: ObservationRegistry.TrackResult) {
+        switch result {
+        case .unknownObserver:
+            outcome = .failure(ModelError.notFound("no observer \(observer)"))
+        case .tooManyReads(let limit):
+            outcome = .failure(ModelError.unprocessable(
+                "observer \(observer) would track more than \(limit) properties; clear its reads first"))
+        case .tracked:
+            outcome = .success(())
+        }
+    }
+
+    func finish(_ store: Store?) {
+        completion?(outcome)
     }
 }

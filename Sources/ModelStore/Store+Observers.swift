@@ -39,41 +39,92 @@ extension Store {
     }
 
     /// Records that observer `id` read `keys` in a response reflecting every
-    /// change up to `seq`, persisting the reads that are new.
+    /// change up to `seq`, persisting the reads that are new, on this thread.
     public func track(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double = ServerClock.wallSeconds) throws {
-        // A read that adds nothing (the same resource again) stores nothing.
-        if registry.withLock({ $0.touch(id, now: now, hasRead: keys) }) { return }
-        // Under the writer lock, so that no commit runs between the moment
-        // the reads are worked out and the moment they take effect: a commit
-        // stores the reads its inserts imply for the readers the registry
-        // knows, and a read tracked after it replays those inserts and
-        // stores what they imply with the read itself.
-        let result = try exclusive { storage -> ObservationRegistry.TrackResult in
-            switch registry.withLock({ $0.planTrack(id, keys: keys, at: seq, now: now) }) {
-            case .refused(let result):
-                return result
-            case .reads(let added, let replayed):
-                // Stored outside the registry's lock, before they take effect.
-                if !added.isEmpty {
-                    let reads = added.map { (id, $0.0, $0.1) }
-                    if let shared {
+        guard let outcome = submitTrack(keys, by: id, at: seq, now: now, wait: { false }, then: { _ in }) else {
+            preconditionFailure("a track that cannot wait is stored at once")
+        }
+        try outcome.get()
+    }
+
+    /// Records that observer `id` read `keys` in a response reflecting every
+    /// change up to `seq`. The reads that are new are stored with those of
+    /// other requests that wait beside them, in one transaction (group
+    /// commit, as `submit` does for writes): the outcome is returned when
+    /// they were stored on this thread, and nil when they were queued
+    /// (`wait` agreed), for `completion` to get on the committing thread.
+    /// A read that adds nothing (the same resource again) stores nothing.
+    public func submitTrack(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double = ServerClock.wallSeconds,
+                            wait: () -> Bool, then completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+        -> Result<Void, any Error>?
+    {
+        if registry.withLock({ $0.touch(id, now: now, hasRead: keys) }) { return .success(()) }
+        let track = PendingTrack(observer: id, keys: keys, seq: seq, now: now, completion: completion)
+        switch queue.enter(track, wait: wait) {
+        case .queued:
+            return nil
+        case .commitNow:
+            track.completion = nil
+            commit([track])
+            queue.leave()
+        case .commitAlone:
+            track.completion = nil
+            commit([track])
+        case .closed:
+            return .failure(ModelError(.unavailable, "the server is stopping"))
+        }
+        return track.outcome
+    }
+
+    /// Stores the new reads of `tracks` in one transaction, then lets them
+    /// take effect; parked waiters that a replay reached go to `woken`.
+    /// Call holding the writer lock, so that no commit runs between the
+    /// moment the reads are worked out and the moment they take effect: a
+    /// commit stores the reads its inserts imply for the readers the
+    /// registry knows, and a read tracked after it replays those inserts and
+    /// stores what they imply with the read itself. Stored before they take
+    /// effect, so no poll delivers a change through a read not stored.
+    func store(_ tracks: [PendingTrack], on storage: any ModelStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)]) {
+        var planned: [(track: PendingTrack, added: [(PropertyKey, Int64)], replayed: Bool)] = []
+        do {
+            if let shared { try beginCaughtUp(shared, woken: &woken) } else { try storage.begin() }
+            do {
+                for track in tracks {
+                    switch registry.withLock({ $0.planTrack(track.observer, keys: track.keys, at: track.seq, now: track.now) }) {
+                    case .refused(let result):
+                        track.conclude(result)
+                    case .reads(let added, let replayed):
+                        guard !added.isEmpty else {
+                            planned.append((track, added, replayed))
+                            continue
+                        }
+                        try storage.addReads(added.map { (track.observer, $0.0, $0.1) })
                         // Inside the ordered transaction: the others replay the read itself.
-                        try shared.addReads(reads)
-                        shared.journalTrack(observer: id, keys: keys, seq: seq)
-                    } else {
-                        try storage.transaction { try storage.addReads(reads) }
+                        shared?.journalTrack(observer: track.observer, keys: track.keys, seq: track.seq)
+                        planned.append((track, added, replayed))
                     }
                 }
-                return registry.withLock { $0.applyTrack(id, added, replayed: replayed) }
+                if let shared {
+                    try shared.commit()
+                    let version = shared.committedVersion
+                    appliedVersion.withLock { $0 = max($0, version) }
+                } else {
+                    try storage.commit()
+                }
+            } catch {
+                if let shared { shared.rollback() } else { storage.rollback() }
+                throw error
             }
+        } catch {
+            for track in tracks { track.fail(error) }
+            return
         }
-        switch result {
-        case .unknownObserver:
-            throw ModelError.notFound("no observer \(id)")
-        case .tooManyReads(let limit):
-            throw ModelError.unprocessable("observer \(id) would track more than \(limit) properties; clear its reads first")
-        case .tracked(_, let waiter):
-            if let waiter, let wake = wakeHandler { wake([(id, waiter)]) }
+        registry.withLock { registry in
+            for (track, added, replayed) in planned {
+                let result = registry.applyTrack(track.observer, added, replayed: replayed)
+                if case .tracked(_, let waiter?) = result { woken.append((track.observer, waiter)) }
+                track.conclude(result)
+            }
         }
     }
 }

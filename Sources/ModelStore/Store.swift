@@ -58,7 +58,7 @@ public final class Store: Sendable {
     /// takes one reference rather than one per model.
     let current: Locked<Snapshot>
     /// Writes waiting for the next group commit.
-    private let queue: WriteQueue
+    let queue: WriteQueue
     /// Commits the writes that gather while another commit runs (set once, in `init`).
     private let committer = Locked<ServiceThread?>(nil)
     private let commits = Locked<(transactions: Int64, writes: Int64)>((0, 0))
@@ -201,18 +201,26 @@ public final class Store: Sendable {
     /// Commits `batch`: in one transaction when it can, else each write in
     /// its own. Then wakes the observers of the changes and hands each
     /// write its outcome, after the writer lock.
-    private func commit(_ batch: [any QueuedWrite]) {
+    func commit(_ batch: [any QueuedWrite]) {
+        // Reads to store wait in the same queue; they are stored apart from
+        // the models' writes, after them (`store(_:on:woken:)`).
+        var writes: [any QueuedWrite] = []
+        var tracks: [PendingTrack] = []
+        for write in batch {
+            if let track = write as? PendingTrack { tracks.append(track) } else { writes.append(write) }
+        }
         // `replaced` is the state before the batch: kept so that the last
         // reference to what the writes replaced is dropped after the lock.
         let (woken, replaced) = writer.withLock { storage in
             let replaced = snapshot
             var woken: [(observer: String, waiter: any ChangeWaiter)] = []
-            if !transact(batch, on: storage, woken: &woken) && batch.count > 1 {
+            if !writes.isEmpty && !transact(writes, on: storage, woken: &woken) && writes.count > 1 {
                 // The transaction failed as a whole (a write failed after
                 // changing rows, or the commit failed): each write again on
                 // its own, so that only the one at fault fails.
-                for write in batch { _ = transact([write], on: storage, woken: &woken) }
+                for write in writes { _ = transact([write], on: storage, woken: &woken) }
             }
+            if !tracks.isEmpty { store(tracks, on: storage, woken: &woken) }
             return (woken, replaced)
         }
         for write in batch { write.finish(self) }

@@ -59,6 +59,39 @@ import TestSupport
         #expect(commits >= 1 && commits <= 200)
     }
 
+    /// Observers reading for the first time, many at once: their reads
+    /// are stored together, and each read is answered once stored, kept
+    /// across a restart, and heard of when what it showed changes.
+    @Test func firstReadsOfManyObserversAtOnceAreEachStoredAndKept() throws {
+        let folder = temporaryFolder()
+        var first: TestServer? = try TestServer(folder: folder)
+        let client = first!.client
+        let observers = try (0..<64).map { _ in try client.observer() }
+        let port = first!.port
+        let answered = Acknowledged()
+        // 8 clients on keep-alive connections, 8 observers each.
+        DispatchQueue.concurrentPerform(iterations: 8) { clientIndex in
+            guard let connection = try? TestConnection(port: port) else { return }
+            for observer in observers[(clientIndex * 8)..<(clientIndex * 8 + 8)] {
+                let response = try? connection.request("GET", "/truck?fields=name,orderCount", headers: ["Observer": observer])
+                answered.add(response?.status ?? -1, nil)
+            }
+        }
+        #expect(answered.snapshot.statuses == [200: 64])
+        first!.stop()
+        first = nil
+
+        let second = try TestServer(folder: folder)
+        let again = second.client
+        for observer in observers {
+            #expect(try again.get("/observers/\(observer)").json["reads"] == ["/truck/name", "/truck/orderCount"])
+        }
+        _ = try again.patch("/truck", ["name": "Renamed"])
+        for observer in observers {
+            #expect(try again.changes(observer, since: 0).json.changePaths == ["/truck/name"])
+        }
+    }
+
     @Test func sigtermWhileWritesAreInFlightKeepsEveryAcknowledgedWrite() throws {
         let folder = temporaryFolder()
         let server = try ServerProcess(folder: folder)
