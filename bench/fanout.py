@@ -126,12 +126,26 @@ class Setup:
     each with up to SETUP_WINDOW requests in flight (HTTP/1.1 pipelining)."""
 
     def __init__(self, ports, source, per_instance):
+        self.ports, self.source = ports, source
         self.connections = [[connect(port, source) for _ in range(per_instance)] for port in ports]
+        self.used = time.monotonic()
 
     def exchange(self, requests, timeout):
         """requests: [(observer index, instance, bytes)], those of one observer
         sent in order on one connection; their answers (status, head, body) in
         the same order."""
+        # A connection may have waited since early in the last exchange
+        # while others finished it: connect anew before the server's idle
+        # timeout (30 s) may have passed.
+        if time.monotonic() - self.used > 20:
+            for port, conns in zip(self.ports, self.connections):
+                for k, sock in enumerate(conns):
+                    reset(sock)
+                    conns[k] = connect(port, self.source)
+        self.used = time.monotonic()
+        return self._exchange(requests, timeout)
+
+    def _exchange(self, requests, timeout):
         answers = [None] * len(requests)
         queues, sockets = {}, {}
         for k, (index, instance, data) in enumerate(requests):
