@@ -115,13 +115,16 @@ public struct RepresentationBuilder {
     private(set) var resource: String
     /// Whether a value was written since the last `{` or `[`.
     private var needsComma = false
+    /// Whether reads are collected (not for a write's answer).
+    private let tracking: Bool
 
     /// A builder of the object at `resource`.
-    public init(resource: String, fields: Int = 4) {
+    public init(resource: String, fields: Int = 4, tracking: Bool = true) {
         self.resource = resource
+        self.tracking = tracking
         bytes.reserveCapacity(32 * fields + 2)
         bytes.append(UInt8(ascii: "{"))
-        reads.reserveCapacity(fields)
+        if tracking { reads.reserveCapacity(fields) }
     }
 
     // Each name is given once per object (the models' field lists), so no
@@ -142,11 +145,11 @@ public struct RepresentationBuilder {
 
     /// A field whose name was encoded once and whose key the caller has:
     /// the representation of a declared member.
-    mutating func field(_ name: MemberName, _ value: JSONValue, key: PropertyKey, _ selection: FieldSelection) {
+    mutating func field(_ name: MemberName, _ value: JSONValue, key: @autoclosure () -> PropertyKey, _ selection: FieldSelection) {
         guard selection.includes(name.name) else { return }
         self.name(name)
         JSONWriter.write(value, into: &bytes)
-        reads.append(key)
+        if tracking { reads.append(key()) }
     }
 
     /// A nested array under a declared member's `name`, read as `key`.
@@ -156,7 +159,7 @@ public struct RepresentationBuilder {
         guard selection.includes(name.name) else { return }
         self.name(name)
         needsComma = false
-        reads.append(key)
+        if tracking { reads.append(key) }
         array(body)
     }
 
@@ -176,7 +179,7 @@ public struct RepresentationBuilder {
         guard selection.includes(name) else { return }
         self.name(name)
         JSONWriter.write(value, into: &bytes)
-        reads.append(key())
+        if tracking { reads.append(key()) }
     }
 
     /// A nested collection whose elements `body` writes (with `object`):
@@ -193,7 +196,7 @@ public struct RepresentationBuilder {
         guard selection.includes(name) else { return }
         self.name(name)
         needsComma = false
-        if let key { reads.append(key) }
+        if tracking, let key { reads.append(key) }
         array(body)
     }
 
@@ -209,7 +212,7 @@ public struct RepresentationBuilder {
 
     /// A read of `key` that writes nothing (a membership the body reflects).
     public mutating func track(_ key: PropertyKey) {
-        reads.append(key)
+        if tracking { reads.append(key) }
     }
 
     /// An element of `elements`: the object at `resource`, whose fields

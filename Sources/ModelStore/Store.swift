@@ -223,8 +223,10 @@ public final class Store: Sendable {
             if !tracks.isEmpty { store(tracks, on: storage, woken: &woken) }
             return (woken, replaced)
         }
-        for write in batch { write.finish(self) }
+        // Observers first: a write's answer may take long to render (a
+        // whole singleton), and the parked polls need only their changes.
         if !woken.isEmpty, let wake = wake.withLock({ $0 }) { wake(woken) }
+        for write in batch { write.finish(self) }
         withExtendedLifetime(replaced) {}
     }
 

@@ -5,8 +5,10 @@ extension Resource {
     /// What a read of `record` answers and tracks: `id` for an element, then
     /// each shown member that `selection` names, each a read of its key. A
     /// collection inside it shows its elements whole and reads their membership.
-    public func representation(of record: Record, in state: ModelState, _ selection: FieldSelection = .all) -> Representation {
-        var builder = RepresentationBuilder(resource: record.path, fields: fields.count + 1)
+    /// Without `tracking` (a write's answer), no reads are collected.
+    public func representation(of record: Record, in state: ModelState, _ selection: FieldSelection = .all,
+                               tracking: Bool = true) -> Representation {
+        var builder = RepresentationBuilder(resource: record.path, fields: fields.count + 1, tracking: tracking)
         write(record, in: state, into: &builder, selection)
         return builder.finish()
     }

@@ -12,7 +12,7 @@ extension Resource {
         guard computed.isEmpty && nested.isEmpty else {
             return PreparedWrite { tx in
                 let stored = try tx.insert(record, into: self)
-                return .created(self.representation(of: stored, in: tx.state), at: stored.path)
+                return .created(self.representation(of: stored, in: tx.state, tracking: false), at: stored.path)
             }
         }
         let representation = representation(of: record, in: ModelState(seq: 0))
@@ -36,7 +36,10 @@ extension Resource {
             let record = try tx.update(self, id, ifMatch: ifMatch) { record in
                 for (name, value) in body.values { record[name] = value }
             }
-            return .ok(self.representation(of: record, in: tx.state))
+            // A whole singleton can be large (the truck with every donut
+            // and order): rendered after the commit, not holding the lock.
+            let state = tx.state
+            return .ok { self.representation(of: record, in: state, tracking: false) }
         }
     }
 
