@@ -10,29 +10,29 @@ import DequeModule
 /// behind a lock, and wakes after releasing it.
 public struct ObservationRegistry: Sendable {
     struct State {
-        var observers: [String: ObserverSnapshot] = [:]
-        var waiters: [String: any ChangeWaiter] = [:]
-        var index: [PropertyKey: Set<String>] = [:]
+        var observers: [ObserverKey: ObserverSnapshot] = [:]
+        var waiters: [ObserverKey: any ChangeWaiter] = [:]
+        var index: [PropertyKey: Set<ObserverKey>] = [:]
         var log = Deque<Change>()
         var lastSeq: Int64 = 0
         /// Changes up to this `seq` are no longer kept.
         var prunedThrough: Int64 = 0
-        var dirty: Set<String> = []
+        var dirty: Set<ObserverKey> = []
         /// Per observer, the seqs of the changes it receives, appended at
         /// publish time through the reverse index, so a poll reads its own
         /// short list instead of scanning the log.
-        var inboxes: [String: Inbox] = [:]
+        var inboxes: [ObserverKey: Inbox] = [:]
 
         /// Marks the observer at `position` used `now`; it is saved at the
         /// next housekeeping when `saving` or when its saved use is stale.
-        mutating func use(at position: Dictionary<String, ObserverSnapshot>.Index, now: Double, saving: Bool = false) {
+        mutating func use(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, now: Double, saving: Bool = false) {
             observers.values[position].lastUsed = now
             if saving || observers.values[position].useIsStale(now: now) { dirty.insert(observers.keys[position]) }
         }
 
         /// The observers a change to `key` at `seq` reaches: those that read
         /// `key` before it.
-        func readers(of key: PropertyKey, before seq: Int64) -> [String] {
+        func readers(of key: PropertyKey, before seq: Int64) -> [ObserverKey] {
             guard let ids = index[key] else { return [] }
             return ids.filter { (observers[$0]?.reads[key] ?? .max) < seq }
         }
@@ -124,9 +124,10 @@ public struct ObservationRegistry: Sendable {
         s.log = Deque(changes.suffix(retain))
         s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
         for observer in observers {
-            s.observers[observer.id] = observer
-            s.inboxes[observer.id] = Inbox(floor: lastSeq)
-            for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
+            let id = ObserverKey(observer.id)
+            s.observers[id] = observer
+            s.inboxes[id] = Inbox(floor: lastSeq)
+            for key in observer.reads.keys { s.index[key, default: []].insert(id) }
         }
     }
 
@@ -137,7 +138,7 @@ public struct ObservationRegistry: Sendable {
         let waiters = s.waiters
         s = State()
         restore(observers: observers, changes: changes, lastSeq: lastSeq)
-        return waiters.map { ($0.key, $0.value) }
+        return waiters.map { ($0.key.id, $0.value) }
     }
 
     // MARK: - Facts
@@ -147,29 +148,31 @@ public struct ObservationRegistry: Sendable {
     public var oldestAvailableSeq: Int64 { s.prunedThrough }
 
     public func observer(_ id: String) -> ObserverSnapshot? {
-        s.observers[id]
+        s.observers[ObserverKey(id)]
     }
 
     /// Observers that read `key` before `seq`: those a change to it at `seq` reaches.
     public func readers(of key: PropertyKey, before seq: Int64) -> [String] {
-        s.readers(of: key, before: seq)
+        s.readers(of: key, before: seq).map(\.id)
     }
 
     /// Observers that read `key` (for tests and diagnostics).
     public func readers(of key: PropertyKey) -> Set<String> {
-        s.index[key] ?? []
+        Set((s.index[key] ?? []).map(\.id))
     }
 
     // MARK: - Observers
 
     public mutating func add(_ observer: ObserverSnapshot) {
-        s.observers[observer.id] = observer
-        s.inboxes[observer.id] = Inbox(floor: s.lastSeq)
-        for key in observer.reads.keys { s.index[key, default: []].insert(observer.id) }
+        let id = ObserverKey(observer.id)
+        s.observers[id] = observer
+        s.inboxes[id] = Inbox(floor: s.lastSeq)
+        for key in observer.reads.keys { s.index[key, default: []].insert(id) }
     }
 
     /// Removes an observer; returns whether it existed and its parked waiter.
     public mutating func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
+        let id = ObserverKey(id)
         guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
         Self.unindex(observer, in: &s)
         s.dirty.remove(id)
@@ -179,6 +182,7 @@ public struct ObservationRegistry: Sendable {
 
     /// Forgets every read of an observer; returns false for an unknown one.
     public mutating func clearReads(_ id: String, now: Double) -> Bool {
+        let id = ObserverKey(id)
         guard let observer = s.observers[id] else { return false }
         Self.unindex(observer, in: &s)
         s.observers[id]!.reads = [:]
@@ -189,13 +193,14 @@ public struct ObservationRegistry: Sendable {
 
     private static func unindex(_ observer: ObserverSnapshot, in s: inout State) {
         for key in observer.reads.keys {
-            s.index[key]?.remove(observer.id)
+            s.index[key]?.remove(ObserverKey(observer.id))
             if s.index[key]?.isEmpty == true { s.index[key] = nil }
         }
     }
 
     /// Marks an observer as used now; returns false for an unknown one.
     public mutating func touch(_ id: String, now: Double) -> Bool {
+        let id = ObserverKey(id)
         guard let position = s.observers.index(forKey: id) else { return false }
         s.use(at: position, now: now)
         return true
@@ -207,6 +212,7 @@ public struct ObservationRegistry: Sendable {
     /// one of `keys` already (false for an unknown observer): such a read
     /// adds nothing, so it has nothing to store.
     public mutating func touch(_ id: String, now: Double, hasRead keys: [PropertyKey]) -> Bool {
+        let id = ObserverKey(id)
         guard let position = s.observers.index(forKey: id) else { return false }
         s.use(at: position, now: now)
         let observer = s.observers.values[position]
@@ -247,6 +253,7 @@ public struct ObservationRegistry: Sendable {
 
     /// Adds the reads `planTrack` worked out, once they are stored.
     public mutating func applyTrack(_ id: String, _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult {
+        let id = ObserverKey(id)
         // Expired in between: its stored reads go with it.
         guard s.observers[id] != nil else { return .unknownObserver }
         for (key, readAt) in added where s.observers[id]!.reads[key] == nil {
@@ -272,6 +279,7 @@ public struct ObservationRegistry: Sendable {
     private static func plan(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, limit: Int,
                              in s: inout State) -> TrackPlan
     {
+        let id = ObserverKey(id)
         guard let position = s.observers.index(forKey: id) else { return .refused(.unknownObserver) }
         s.use(at: position, now: now)
         var observer = s.observers.values[position]
@@ -318,7 +326,7 @@ public struct ObservationRegistry: Sendable {
                     s.index[key, default: []].insert(id)
                 }
                 if let waiter = s.waiters.removeValue(forKey: id) {
-                    woken.append((id, waiter))
+                    woken.append((id.id, waiter))
                 }
             }
         }
@@ -341,6 +349,7 @@ public struct ObservationRegistry: Sendable {
     public mutating func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
                      park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
     {
+        let id = ObserverKey(id)
         // Found once by position and updated in place: a poll is on the
         // path of every wake-up, and each lookup hashes the id again.
         guard let position = s.observers.index(forKey: id) else { return (.unknownObserver, nil) }
@@ -373,22 +382,24 @@ public struct ObservationRegistry: Sendable {
 
     /// Moves observer `id`'s cursor up to `cursor` (never back).
     public mutating func raiseCursor(of id: String, to cursor: Int64) {
+        let id = ObserverKey(id)
         guard let current = s.observers[id]?.cursor, current < cursor else { return }
         s.observers[id]!.cursor = min(cursor, s.lastSeq)
     }
 
     /// Observer `id`'s parked waiter, if any.
     public func waiter(of id: String) -> (any ChangeWaiter)? {
-        s.waiters[id]
+        s.waiters[ObserverKey(id)]
     }
 
     /// Removes and returns observer `id`'s parked waiter, if any.
     public mutating func takeWaiter(of id: String) -> (any ChangeWaiter)? {
-        s.waiters.removeValue(forKey: id)
+        s.waiters.removeValue(forKey: ObserverKey(id))
     }
 
     /// Removes `waiter` if it is still observer `id`'s waiter.
     public mutating func withdraw(_ waiter: any ChangeWaiter, of id: String) {
+        let id = ObserverKey(id)
         if let current = s.waiters[id], current === waiter { s.waiters[id] = nil }
     }
 
@@ -400,9 +411,9 @@ public struct ObservationRegistry: Sendable {
         var expired: [String] = []
         // The time first: it is cheap, and most observers are in use.
         for (id, observer) in s.observers where observer.lastUsed + Double(observer.ttlSeconds) < now && s.waiters[id] == nil {
-            expired.append(id)
+            expired.append(id.id)
         }
-        for id in expired {
+        for id in expired.map(ObserverKey.init) {
             if let observer = s.observers.removeValue(forKey: id) { Self.unindex(observer, in: &s) }
             s.dirty.remove(id)
             s.inboxes[id] = nil
@@ -433,5 +444,27 @@ public struct ObservationRegistry: Sendable {
         }
         s.dirty.removeAll(keepingCapacity: true)
         return snapshots
+    }
+}
+
+/// An observer's id as the registry's tables key it: with its hash worked
+/// out once. A poll or a wake-up looks its observer up in several tables,
+/// and a key's set of readers can be large: each lookup then hashes one
+/// integer, and a probe that meets another id compares hashes before ids.
+struct ObserverKey: Hashable, Sendable {
+    let id: String
+    private let hash: Int
+
+    init(_ id: String) {
+        self.id = id
+        hash = id.hashValue
+    }
+
+    static func == (a: ObserverKey, b: ObserverKey) -> Bool {
+        a.hash == b.hash && a.id == b.id
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(hash)
     }
 }
