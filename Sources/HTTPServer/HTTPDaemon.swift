@@ -534,9 +534,13 @@ private func accessHandler(
     _ contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
 ) -> MHD_Result {
     guard let cls, let connection, let url, let method, let uploadSize, let contextSlot else { return .NO }
-    let daemon = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
-    return daemon.handle(connection: connection, url: url, method: method, version: version,
-                         uploadData: uploadData, uploadSize: uploadSize, contextSlot: contextSlot)
+    // Not retained: the daemon outlives its callbacks, and holding it on
+    // every call would cost two atomic operations on its side table (it is
+    // held weakly elsewhere), shared by every worker thread.
+    return Unmanaged<HTTPDaemon>.fromOpaque(cls)._withUnsafeGuaranteedRef { daemon in
+        daemon.handle(connection: connection, url: url, method: method, version: version,
+                      uploadData: uploadData, uploadSize: uploadSize, contextSlot: contextSlot)
+    }
 }
 
 private func requestCompleted(
@@ -544,7 +548,7 @@ private func requestCompleted(
     _ reason: MHD_RequestTerminationCode
 ) {
     guard let cls else { return }
-    Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().completed(contextSlot: contextSlot)
+    Unmanaged<HTTPDaemon>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.completed(contextSlot: contextSlot) }
 }
 
 /// A message of libmicrohttpd's (`cls`: the daemon). Closing a connection
