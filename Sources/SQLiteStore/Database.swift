@@ -50,13 +50,44 @@ public final class Database: @unchecked Sendable {
     }
 
     private var isClosed = false
+    /// What `onCommit` registered, held until the connection closes.
+    private var commitHook: Unmanaged<CommitHook>?
 
     /// Finalizes every statement and closes the connection; idempotent.
     public func close() {
         guard !isClosed else { return }
         isClosed = true
         statements.removeAll()
+        if let commitHook {
+            sqlite3_wal_hook(handle, nil, nil)
+            commitHook.release()
+        }
         sqlite3_close_v2(handle)
+    }
+
+    /// Calls `body` after each commit with the pages the log now holds,
+    /// instead of copying the log back into the database itself: this
+    /// connection's automatic checkpoint is off from then on, and someone
+    /// else checkpoints (`checkpoint`, on another connection).
+    public func onCommit(_ body: @escaping @Sendable (Int) -> Void) {
+        commitHook?.release()
+        let hook = Unmanaged.passRetained(CommitHook(body))
+        commitHook = hook
+        sqlite3_wal_hook(handle, { context, _, _, pages in
+            Unmanaged<CommitHook>.fromOpaque(context!).takeUnretainedValue().body(Int(pages))
+            return SQLITE_OK
+        }, hook.toOpaque())
+    }
+
+    /// Copies the log back into the database as far as no reader needs it,
+    /// without waiting for anyone (a passive checkpoint); returns whether
+    /// it copied all of it.
+    @discardableResult
+    public func checkpoint() -> Bool {
+        var logged: Int32 = 0
+        var copied: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logged, &copied)
+        return rc == SQLITE_OK && copied == logged
     }
 
     func error(_ rc: Int32, sql: String?) -> SQLiteError {
@@ -115,5 +146,14 @@ public final class Database: @unchecked Sendable {
     /// `PRAGMA integrity_check`'s first line: `ok` for a sound file.
     public func integrityCheck() throws(SQLiteError) -> String {
         try rows("PRAGMA integrity_check").first?[0].string ?? "unknown"
+    }
+}
+
+/// The closure a connection calls after each commit (`Database.onCommit`).
+final class CommitHook: Sendable {
+    let body: @Sendable (Int) -> Void
+
+    init(_ body: @escaping @Sendable (Int) -> Void) {
+        self.body = body
     }
 }

@@ -8,14 +8,20 @@ final class SQLiteStorage: ModelStorage {
     let database: Database
     /// By table number.
     private var sql = TableStatements.Cache { _ in "?" }
+    /// Copies the log back into the database off the commit path.
+    private let checkpointer: Checkpointer?
 
-    init(database: Database) {
+    init(database: Database, checkpointer: Checkpointer? = nil) {
         self.database = database
+        self.checkpointer = checkpointer
     }
 
-    /// Opens (creating when missing) the database file at `path`.
+    /// Opens (creating when missing) the database file at `path`, with its
+    /// log checkpointed on a thread of its own.
     convenience init(path: String, synchronous: Database.Synchronous) throws {
-        self.init(database: try Database(path: path, synchronous: synchronous))
+        let database = try Database(path: path, synchronous: synchronous)
+        let checkpointer = try Checkpointer(for: database, synchronous: synchronous)
+        self.init(database: database, checkpointer: checkpointer)
     }
 
     func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String] {
@@ -169,7 +175,10 @@ final class SQLiteStorage: ModelStorage {
     }
 
     func integrityCheck() throws -> String { try database.integrityCheck() }
-    func close() { database.close() }
+    func close() {
+        checkpointer?.stop()
+        database.close()
+    }
 
     // MARK: Values
 
