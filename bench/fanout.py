@@ -674,6 +674,8 @@ def measure(api, instances, workers, writer, args, postgres_pids):
         writer.send(*api.every())
         got = answers(which, wake_timeout)
         cpu_after = server_cpu(instances, pg_pids)
+        if os.environ.get("FANOUT_TRACE"):  # the window of each wake-all, on CLOCK_MONOTONIC (perf record -k CLOCK_MONOTONIC)
+            print(f"wake-all window {start:.3f},{time.monotonic():.3f}", file=sys.stderr, flush=True)
         status, _, _ = writer.finish()
         if status >= 300:
             raise SystemExit(f"the change all read answered {status}")
