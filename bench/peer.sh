@@ -8,7 +8,7 @@
 #
 #   bench/peer.sh [--rounds N] BINARY [BINARY …]     e.g. an old and a new build
 #
-# Env: DURATION (default 8s), PEER (default ../shared/bench-peer).
+# Env: DURATION (default 8s), PEER (default ../shared/bench-peer), ONLY=get|post.
 # Prints one line per server and test with req/s, p99 and server CPU per
 # request, then each build's median ratio to the peer.
 set -euo pipefail
@@ -63,6 +63,8 @@ for test in ["GET /truck/orderCount", "POST /truck/orders"]:
     peer = [r for l, r in runs if l == "peer" and r["test"] == test]
     for build in builds:
         ours = [r for l, r in runs if l == build and r["test"] == test]
+        if not ours or not peer:
+            continue  # not measured (ONLY=get or ONLY=post)
         ratios = [o["req_per_s"] / p["req_per_s"] for o, p in zip(ours, peer)]
         cpu = [p["server_cpu_us_per_req"] / o["server_cpu_us_per_req"] for o, p in zip(ours, peer)]
         p99 = [o["p99_ms"] / p["p99_ms"] for o, p in zip(ours, peer)]

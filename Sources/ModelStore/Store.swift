@@ -252,24 +252,32 @@ public final class Store: Sendable {
             do {
                 for write in batch {
                     let rowsBefore = storage.rowsChanged
+                    let seqBefore = state.seq
+                    let singletonsBefore = WriteTransaction.computedOfSingletons(in: state, catalog)
                     var transaction = WriteTransaction(state: state, storage: storage, catalog: catalog)
+                    // The transaction's state is then the only reference: the
+                    // write changes it in place (after the batch's first, which
+                    // copies what it changes from the current snapshot).
+                    state = ModelState(seq: seqBefore)
                     do {
                         try write.run(&transaction)
                     } catch {
                         guard storage.rowsChanged == rowsBefore else { throw error }
+                        // No row changed, so neither did the state (models
+                        // change it only after storing its rows).
+                        state = transaction.state
                         write.fail(error)
                         continue
                     }
-                    transaction.finish(before: state)
-                    let first = state.seq + 1
+                    transaction.finish(singletonsBefore: singletonsBefore)
+                    let first = seqBefore + 1
                     for (offset, change) in transaction.pending.enumerated() {
                         let change = change.committed(seq: first + Int64(offset), transaction: first)
                         try append(change, to: storage)
                         committed.append(change)
                     }
-                    let seq = state.seq + Int64(transaction.pending.count)
                     state = transaction.state
-                    state.seq = seq
+                    state.seq = seqBefore + Int64(transaction.pending.count)
                     writes += 1
                 }
                 try storage.commit()

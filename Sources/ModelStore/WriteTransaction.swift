@@ -14,8 +14,10 @@ public struct WriteTransaction: ~Copyable {
     let catalog: Catalog
     private(set) var pending: [PendingChange] = []
     /// Elements whose computed properties may have moved: their state
-    /// before this write, compared with their state after it at the end.
-    private var touched: [(resource: Resource, before: Record)] = []
+    /// before this write and their computed values then (taken when the
+    /// write first touches them), compared with their state after it at
+    /// the end.
+    private var touched: [(resource: Resource, before: Record, computed: [JSONValue])] = []
 
     init(state: ModelState, storage: any ModelStorage, catalog: Catalog) {
         self.state = state
@@ -41,8 +43,8 @@ public struct WriteTransaction: ~Copyable {
     @discardableResult
     public mutating func insert(_ record: Record, into resource: Resource, announce: Announcement = .element) throws -> Record {
         var record = record
-        let collection = state[resource]
-        if resource.positioned { record.position = (collection.last?.position ?? 0) + 1 }
+        // No copy of the collection is kept: the state is changed in place below.
+        if resource.positioned { record.position = (state[resource].last?.position ?? 0) + 1 }
         if let checkCreate = resource.checkCreate { try checkCreate(state, record) }
         try store(record, of: resource, parentId: nil)
         state[resource][record.id] = record
@@ -90,7 +92,9 @@ public struct WriteTransaction: ~Copyable {
         case .singleton: state[singleton: resource] = new
         case .collection: state[resource][id] = new
         }
-        touched.append((resource, old))
+        if !resource.computed.isEmpty && resource.kind == .collection {
+            touched.append((resource, old, resource.computed.map { $0.value(state, old) }))
+        }
         return new
     }
 
@@ -155,25 +159,35 @@ public struct WriteTransaction: ~Copyable {
     /// The changes of the computed properties that moved: those of what
     /// this write touched (in the order it touched them), then those of
     /// every singleton. Called once, when the write's body has run.
-    mutating func finish(before: ModelState) {
+    mutating func finish(singletonsBefore: [(resource: Resource, computed: [JSONValue])]) {
         var seen = Set<String>()
-        for (resource, old) in touched
-            where resource.kind == .collection && !resource.computed.isEmpty && seen.insert(old.path).inserted
-        {
+        for (resource, old, was) in touched where seen.insert(old.path).inserted {
             guard let current = state[resource][old.id] else { continue }
-            compareComputed(of: resource, old, current, before: before)
+            compareComputed(of: resource, was, current)
         }
-        for resource in catalog.singletons where !resource.computed.isEmpty {
-            compareComputed(of: resource, before[singleton: resource], state[singleton: resource], before: before)
+        for (resource, was) in singletonsBefore {
+            compareComputed(of: resource, was, state[singleton: resource])
         }
     }
 
-    /// A change for each computed property of `new` whose value moved since `old`.
-    private mutating func compareComputed(of resource: Resource, _ old: Record, _ new: Record, before: ModelState) {
+    /// The computed values of every singleton that has any, in `state`: taken
+    /// before a write, so that the state before it need not be kept (kept,
+    /// it would make the write copy what it changes instead of changing it
+    /// in place).
+    static func computedOfSingletons(in state: ModelState, _ catalog: Catalog) -> [(resource: Resource, computed: [JSONValue])] {
+        catalog.singletons.compactMap { resource in
+            guard !resource.computed.isEmpty else { return nil }
+            let record = state[singleton: resource]
+            return (resource, resource.computed.map { $0.value(state, record) })
+        }
+    }
+
+    /// A change for each computed property of `new` whose value moved from `was`.
+    private mutating func compareComputed(of resource: Resource, _ was: [JSONValue], _ new: Record) {
         for (index, computed) in resource.computed.enumerated() {
-            let was = computed.value(before, old), now = computed.value(state, new)
-            guard was != now else { continue }
-            pending.append(.set(new.keys[resource.fields.count + index], old: JSONWriter.string(was), new: JSONWriter.string(now)))
+            let now = computed.value(state, new)
+            guard was[index] != now else { continue }
+            pending.append(.set(new.keys[resource.fields.count + index], old: JSONWriter.string(was[index]), new: JSONWriter.string(now)))
         }
     }
 }
