@@ -8,6 +8,9 @@ protocol QueuedWrite: AnyObject, Sendable {
     func run(_ transaction: inout WriteTransaction) throws
     /// Makes `error` the outcome.
     func fail(_ error: any Error)
+    /// Its caller commits it itself and reads its outcome: `finish` hands
+    /// the outcome to nobody.
+    func answeredByCaller()
     /// Runs what follows a successful commit, then hands the outcome to
     /// whoever waits for it; called once, after the commit (or the
     /// failure), outside the writer lock.
@@ -40,6 +43,10 @@ final class PendingWrite<T>: QueuedWrite, @unchecked Sendable {
 
     func fail(_ error: any Error) {
         outcome = .failure(error)
+    }
+
+    func answeredByCaller() {
+        completion = nil
     }
 
     func finish(_ store: Store?) {
@@ -92,6 +99,10 @@ final class PendingTrack: QueuedWrite, @unchecked Sendable {
 
     func fail(_ error: any Error) {
         outcome = .failure(error)
+    }
+
+    func answeredByCaller() {
+        completion = nil
     }
 
     /// The outcome `result` stands for.

@@ -60,20 +60,7 @@ extension Store {
     {
         if registry.withLock({ $0.touch(id, now: now, hasRead: keys) }) { return .success(()) }
         let track = PendingTrack(observer: id, keys: keys, seq: seq, now: now, completion: completion)
-        switch queue.enter(track, wait: wait) {
-        case .queued:
-            return nil
-        case .commitNow:
-            track.completion = nil
-            commit([track])
-            queue.leave()
-        case .commitAlone:
-            track.completion = nil
-            commit([track])
-        case .closed:
-            return .failure(ModelError(.unavailable, "the server is stopping"))
-        }
-        return track.outcome
+        return commitOrQueue(track, wait: wait) ? track.outcome : nil
     }
 
     /// Stores the new reads of `tracks` in one transaction, then lets them

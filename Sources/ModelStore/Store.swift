@@ -58,7 +58,7 @@ public final class Store: Sendable {
     /// takes one reference rather than one per model.
     let current: Locked<Snapshot>
     /// Writes waiting for the next group commit.
-    let queue: WriteQueue
+    private let queue: WriteQueue
     /// Commits the writes that gather while another commit runs (set once, in `init`).
     private let committer = Locked<ServiceThread?>(nil)
     private let commits = Locked<(transactions: Int64, writes: Int64)>((0, 0))
@@ -163,19 +163,29 @@ public final class Store: Sendable {
                                     then completion: @escaping @Sendable (Result<T, any Error>) -> Void) -> Result<T, any Error>?
     {
         let write = PendingWrite(prepared.body, afterCommit: prepared.afterCommit, completion: completion)
+        return commitOrQueue(write, wait: wait) ? write.outcome : nil
+    }
+
+    /// Commits `write` on this thread when nobody is committing, or when
+    /// the caller cannot wait, and returns true: its outcome is then the
+    /// caller's to read. Otherwise queues it for the committing thread,
+    /// which hands the outcome to its completion, and returns false.
+    func commitOrQueue(_ write: any QueuedWrite, wait: () -> Bool) -> Bool {
         switch queue.enter(write, wait: wait) {
         case .queued:
-            return nil
+            return false
         case .commitNow:
-            write.completion = nil
+            write.answeredByCaller()
             commit([write])
             queue.leave()
-            return write.outcome
         case .commitAlone:
-            return Result { try self.write(prepared) }
+            write.answeredByCaller()
+            commit([write])
         case .closed:
-            return .failure(ModelError(.unavailable, "the server is stopping"))
+            write.answeredByCaller()
+            write.fail(ModelError(.unavailable, "the server is stopping"))
         }
+        return true
     }
 
     /// Most writes committed in one transaction.
