@@ -18,6 +18,8 @@ public final class ObservableAPI: Sendable {
     let store: Store
     let feed: ChangeFeed
     let metrics: Metrics
+    /// The last answer to each read, while the state it shows is current.
+    let answers = ReadAnswers()
     let limits: Limits
     let policy: AccessPolicy
     let daemonGauges: @Sendable () -> (parked: Int, streams: Int, connections: Int)
@@ -95,15 +97,27 @@ public final class ObservableAPI: Sendable {
         if let observer, store.registry.withLock({ $0.observer(observer) }) == nil {
             throw APIError(404, "no observer \(observer); create one with POST /observers")
         }
-        let selection = try FieldSelection(request.query["fields"], allowed: allowed)
         let snapshot = store.snapshot
-        let representation = try render(snapshot.state, selection)
+        let representation: Representation
+        let response: HTTPResponse
+        // A conditional read may answer 304: made each time.
+        if request.header("If-None-Match") == nil,
+           let known = answers.answer(to: request.path, query: request.query, in: snapshot)
+        {
+            (representation, response) = known
+        } else {
+            let selection = try FieldSelection(request.query["fields"], allowed: allowed)
+            representation = try render(snapshot.state, selection)
+            response = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
+            if request.header("If-None-Match") == nil {
+                answers.keep(representation, response, for: request.path, query: request.query, in: snapshot)
+            }
+        }
         // A HEAD shows no values, so its observer has read nothing; it is
         // still a use of the observer.
         if let observer, request.method == "HEAD" {
             _ = store.registry.withLock { $0.touch(observer, now: ServerClock.wallSeconds) }
         }
-        let response = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
         guard let observer, request.method != "HEAD" else { return .response(response) }
         return try answer(context, response, once: representation.reads, by: observer, at: snapshot.state.seq, suspended: suspended)
     }
@@ -192,5 +206,56 @@ public final class ObservableAPI: Sendable {
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("ETag", Representation.etag(of: body))]
         if let location = answer.location { headers.append(("Location", location)) }
         return HTTPResponse(status: answer.status, headers: headers, body: body)
+    }
+}
+
+/// The last answer to each read (its path and query: a read's answer
+/// depends on nothing else but the state), kept while the state it shows is
+/// the current one: a read asked again and again between two
+/// writes (`GET /truck/orderCount` under load) is rendered, hashed and handed
+/// to libmicrohttpd once, and every connection queues that one response.
+/// Bounded: past `limit` entries, it starts afresh.
+final class ReadAnswers: Sendable {
+    private struct Entry {
+        let snapshot: Store.Snapshot
+        let representation: Representation
+        let response: HTTPResponse
+    }
+
+    static let limit = 64
+    private let entries = Locked<[String: Entry]>([:])
+
+    private static func key(_ path: String, _ query: [String: String]) -> String {
+        guard !query.isEmpty else { return path }
+        // Decoded values may hold `&` or `=`: each part is NUL-separated.
+        return path + query.sorted { $0.key < $1.key }.map { "\u{0}" + $0.key + "\u{0}" + $0.value }.joined()
+    }
+
+    /// The answer kept for this read, if it shows `snapshot`.
+    func answer(to path: String, query: [String: String], in snapshot: Store.Snapshot) -> (Representation, HTTPResponse)? {
+        let key = Self.key(path, query)
+        return entries.withLock { entries in
+            guard let entry = entries[key], entry.snapshot === snapshot else { return nil }
+            return (entry.representation, entry.response)
+        }
+    }
+
+    /// Keeps `response` (prepared for libmicrohttpd once) as the answer to
+    /// this read while `snapshot` is current.
+    func keep(_ representation: Representation, _ response: HTTPResponse, for path: String, query: [String: String], in snapshot: Store.Snapshot) {
+        var response = response
+        response.share()
+        let entry = Entry(snapshot: snapshot, representation: representation, response: response)
+        let key = Self.key(path, query)
+        let replaced = entries.withLock { entries -> [String: Entry]? in
+            if entries.count >= Self.limit && entries[key] == nil {
+                defer { entries = [key: entry] }
+                return entries
+            }
+            entries[key] = entry
+            return nil
+        }
+        // The old entries (and the states they hold) go after the lock.
+        withExtendedLifetime(replaced) {}
     }
 }
