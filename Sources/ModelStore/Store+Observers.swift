@@ -76,21 +76,24 @@ extension Store {
         do {
             if let shared { try beginCaughtUp(shared, woken: &woken) } else { try storage.begin() }
             do {
-                for track in tracks {
-                    switch registry.withLock({ $0.planTrack(track.observer, keys: track.keys, at: track.seq, now: track.now) }) {
+                // Worked out under one hold of the registry's lock for all.
+                let plans = registry.withLock { registry in
+                    tracks.map { registry.planTrack($0.observer, keys: $0.keys, at: $0.seq, now: $0.now) }
+                }
+                var reads: [(observer: String, key: PropertyKey, seq: Int64)] = []
+                for (track, plan) in zip(tracks, plans) {
+                    switch plan {
                     case .refused(let result):
                         track.conclude(result)
                     case .reads(let added, let replayed):
-                        guard !added.isEmpty else {
-                            planned.append((track, added, replayed))
-                            continue
-                        }
-                        try storage.addReads(added.map { (track.observer, $0.0, $0.1) })
+                        planned.append((track, added, replayed))
+                        guard !added.isEmpty else { continue }
+                        reads += added.lazy.map { (track.observer, $0.0, $0.1) }
                         // Inside the ordered transaction: the others replay the read itself.
                         shared?.journalTrack(observer: track.observer, keys: track.keys, seq: track.seq)
-                        planned.append((track, added, replayed))
                     }
                 }
+                try storage.addReads(reads)
                 if let shared {
                     try shared.commit()
                     let version = shared.committedVersion
