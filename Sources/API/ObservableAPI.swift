@@ -214,7 +214,8 @@ public final class ObservableAPI: Sendable {
 /// the current one: a read asked again and again between two
 /// writes (`GET /truck/orderCount` under load) is rendered, hashed and handed
 /// to libmicrohttpd once, and every connection queues that one response.
-/// Bounded: past `limit` entries, it starts afresh.
+/// Bounded: it starts afresh past `limit` entries, and when a read of
+/// another state is kept.
 final class ReadAnswers: Sendable {
     private struct Entry {
         let snapshot: Store.Snapshot
@@ -248,7 +249,9 @@ final class ReadAnswers: Sendable {
         let entry = Entry(snapshot: snapshot, representation: representation, response: response)
         let key = Self.key(path, query)
         let replaced = entries.withLock { entries -> [String: Entry]? in
-            if entries.count >= Self.limit && entries[key] == nil {
+            // All entries show one state: those of another (older) state are
+            // answered no more, and would keep that state alive.
+            if let any = entries.first?.value, any.snapshot !== snapshot || (entries.count >= Self.limit && entries[key] == nil) {
                 defer { entries = [key: entry] }
                 return entries
             }
