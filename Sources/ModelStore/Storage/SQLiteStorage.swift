@@ -130,14 +130,18 @@ final class SQLiteStorage: ModelStorage {
     }
 
     func addReads(_ reads: [(observer: String, key: PropertyKey, seq: Int64)]) throws {
-        // An observer deleted meanwhile is skipped by the EXISTS.
+        // An observer deleted meanwhile is skipped: looked up once for its
+        // run of reads (those of one read come together), not once a row.
+        var observer: String?
+        var exists = false
         for read in reads {
-            try database.execute(
-                """
-                INSERT OR IGNORE INTO observer_reads (observer_id, path, read_seq)
-                SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM observers WHERE id = ?)
-                """,
-                [.text(read.observer), .text(read.key.path), .integer(read.seq), .text(read.observer)])
+            if read.observer != observer {
+                observer = read.observer
+                exists = try !database.rows("SELECT 1 FROM observers WHERE id = ?", [.text(read.observer)]).isEmpty
+            }
+            guard exists else { continue }
+            try database.execute("INSERT OR IGNORE INTO observer_reads (observer_id, path, read_seq) VALUES (?, ?, ?)",
+                                 [.text(read.observer), .text(read.key.path), .integer(read.seq)])
         }
     }
 
