@@ -1,11 +1,7 @@
 /// The connection a request arrived on, as seen by a responder while it
 /// handles that request.
 public struct Connection: Sendable {
-    /// Unretained: a `Connection` lives while its request is handled, when
-    /// the daemon is running; retaining it for every request would cost
-    /// atomic operations on its side table, shared by every worker thread.
-    /// What outlives the request (`SuspendedConnection`) holds it.
-    unowned(unsafe) let daemon: HTTPDaemon
+    let daemon: HTTPDaemon
     let pointer: ConnectionPointer
     let context: RequestContext
 

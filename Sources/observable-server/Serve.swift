@@ -143,5 +143,5 @@ func raiseDescriptorLimit() -> Int {
         raised.rlim_cur = limit.rlim_max
         if setrlimit(resource, &raised) == 0 { limit = raised }
     }
-    return Int(clamping: limit.rlim_cur) - 64 > 0 ? min(Int(clamping: limit.rlim_cur) - 64, 1 << 24) : 1
+    return max(1, min(Int(clamping: limit.rlim_cur) - 64, 1 << 24))
 }
