@@ -13,27 +13,23 @@ public final class Metrics: Sendable {
             self.route = route
         }
 
-        func record(_ status: Int, times: Int = 1) {
+        func record(_ status: Int) {
+            counts.withLock { Self.add(status, to: &$0) }
+        }
+
+        /// Counts a batch of answers under one hold of the lock.
+        func record(_ statuses: some Sequence<Int>) {
             counts.withLock { counts in
-                if let index = counts.firstIndex(where: { $0.status == status }) {
-                    counts[index].count += times
-                } else {
-                    counts.append((status, times))
-                }
+                for status in statuses { Self.add(status, to: &counts) }
             }
         }
 
-        /// Counts a batch of answers: one lock per status, not per answer.
-        func record(_ statuses: some Sequence<Int>) {
-            var tally: [(status: Int, count: Int)] = []
-            for status in statuses {
-                if let index = tally.firstIndex(where: { $0.status == status }) {
-                    tally[index].count += 1
-                } else {
-                    tally.append((status, 1))
-                }
+        private static func add(_ status: Int, to counts: inout [(status: Int, count: Int)]) {
+            if let index = counts.firstIndex(where: { $0.status == status }) {
+                counts[index].count += 1
+            } else {
+                counts.append((status, 1))
             }
-            for (status, count) in tally { record(status, times: count) }
         }
 
         var snapshot: [(status: Int, count: Int)] { counts.withLock { $0 } }

@@ -5,7 +5,7 @@ public struct HTTPResponse: Sendable {
     public var status: Int { didSet { prepared = nil } }
     public var headers: [(name: String, value: String)] { didSet { prepared = nil } }
     public var body: [UInt8] { didSet { prepared = nil } }
-    /// libmicrohttpd's own copy of it, made once by `shared()` for an answer
+    /// libmicrohttpd's own copy of it, made once by `share()` for an answer
     /// that goes to many connections; any change lets it go.
     private(set) var prepared: PreparedResponse?
 

@@ -12,7 +12,7 @@ public struct Answer: Sendable {
     private var stored: [UInt8]?
     /// Makes the body when it is asked for: a representation worked out
     /// after the commit, outside the writer lock, on the state the write
-    /// left.
+    /// left. It renders on each ask: ask once (`ObservableAPI.answer`).
     private var render: (@Sendable () -> [UInt8])?
 
     public init(status: Int, body: [UInt8]?, location: String? = nil) {

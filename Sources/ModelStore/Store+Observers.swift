@@ -74,8 +74,7 @@ extension Store {
     func store(_ tracks: [PendingTrack], on storage: any ModelStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)]) {
         var planned: [(track: PendingTrack, added: [(PropertyKey, Int64)], replayed: Bool)] = []
         do {
-            if let shared { try beginCaughtUp(shared, woken: &woken) } else { try storage.begin() }
-            do {
+            try transaction(on: storage, woken: &woken) {
                 // Worked out under one hold of the registry's lock for all.
                 let plans = registry.withLock { registry in
                     tracks.map { registry.planTrack($0.observer, keys: $0.keys, at: $0.seq, now: $0.now) }
@@ -94,16 +93,6 @@ extension Store {
                     }
                 }
                 try storage.addReads(reads)
-                if let shared {
-                    try shared.commit()
-                    let version = shared.committedVersion
-                    appliedVersion.withLock { $0 = max($0, version) }
-                } else {
-                    try storage.commit()
-                }
-            } catch {
-                if let shared { shared.rollback() } else { storage.rollback() }
-                throw error
             }
         } catch {
             for track in tracks { track.fail(error) }

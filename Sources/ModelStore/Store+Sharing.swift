@@ -101,21 +101,33 @@ extension Store {
     func exclusive<T>(_ body: (any ModelStorage) throws -> T) throws -> T {
         var woken: [(observer: String, waiter: any ChangeWaiter)] = []
         let result = try writer.withLock { storage -> T in
-            guard let shared else { return try body(storage) }
-            try beginCaughtUp(shared, woken: &woken)
-            do {
-                let result = try body(storage)
-                try shared.commit()
-                let version = shared.committedVersion
-                appliedVersion.withLock { $0 = max($0, version) }
-                return result
-            } catch {
-                shared.rollback()
-                throw error
-            }
+            guard shared != nil else { return try body(storage) }
+            return try transaction(on: storage, woken: &woken) { try body(storage) }
         }
         if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
         return result
+    }
+
+    /// Runs `body` in one transaction on `storage`, an ordered one caught up
+    /// with the others first on a shared storage, and commits it; rolls it
+    /// back when `body` or the commit throws. Call holding the writer lock.
+    func transaction<T>(on storage: any ModelStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)],
+                        _ body: () throws -> T) throws -> T {
+        if let shared { try beginCaughtUp(shared, woken: &woken) } else { try storage.begin() }
+        do {
+            let result = try body()
+            if let shared {
+                try shared.commit()
+                let version = shared.committedVersion
+                appliedVersion.withLock { $0 = max($0, version) }
+            } else {
+                try storage.commit()
+            }
+            return result
+        } catch {
+            if let shared { shared.rollback() } else { storage.rollback() }
+            throw error
+        }
     }
 
     /// Begins an ordered transaction and applies first what other instances
