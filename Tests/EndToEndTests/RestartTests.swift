@@ -202,4 +202,41 @@ import TestSupport
         let files = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("migrations").path)
         #expect(try database.rows("SELECT COUNT(*) FROM schema_migrations").first?[0].int64 == Int64(files.filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") }.count))
     }
+
+    /// 0007 copies the change log into a table whose check on `op` is made
+    /// of comparisons: a log written before it is kept whole, and the check
+    /// still refuses what is not an operation.
+    @Test func theChangeLogIsKeptWhenItsCheckIsRewritten() throws {
+        let folder = temporaryFolder()
+        let path = folder + "/m.sqlite"
+        let migrations = repositoryRoot.appendingPathComponent("migrations")
+        let before = try FileManager.default.contentsOfDirectory(atPath: migrations.path)
+            .filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") && $0 < "0007" }
+            .map { ($0, try String(contentsOf: migrations.appendingPathComponent($0), encoding: .utf8)) }
+        do {
+            let database = try SQLiteStore.Database(path: path)
+            #expect(try Migrator(files: before).migrate(database).count == 6)
+            try database.execute("""
+                INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads)
+                VALUES (7, 7, '/truck/name', 'set', '"A"', '"B"', '/truck/name', '')
+                """)
+            database.close()
+        }
+        let process = Process()
+        process.executableURL = ServerProcess.executable
+        process.arguments = ["migrate", "--database", path]
+        process.standardOutput = Pipe()
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let database = try SQLiteStore.Database(path: path)
+        #expect(try database.rows("SELECT seq, op, old, new FROM changes").map(\.values) ==
+            [[.integer(7), .text("set"), .text("\"A\""), .text("\"B\"")]])
+        #expect(throws: SQLiteError.self) {
+            try database.execute("INSERT INTO changes (seq, txn, path, op, keys) VALUES (8, 8, '/truck/name', 'bogus', '')")
+        }
+        try database.execute("INSERT INTO changes (seq, txn, path, op, keys) VALUES (8, 8, '/truck/donuts', 'remove', '')")
+        #expect(try database.rows("SELECT sql FROM sqlite_master WHERE name = 'changes'").first?[0].string?
+            .contains("op = 'set' OR op = 'insert' OR op = 'remove'") == true)
+    }
 }
