@@ -255,9 +255,10 @@ public struct ObservationRegistry: Sendable {
     public mutating func applyTrack(_ id: String, _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult {
         let id = ObserverKey(id)
         // Expired in between: its stored reads go with it.
-        guard s.observers[id] != nil else { return .unknownObserver }
-        for (key, readAt) in added where s.observers[id]!.reads[key] == nil {
-            s.observers[id]!.reads[key] = readAt
+        guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
+        // Changed in place, the observer looked up once.
+        s.observers.values[position].reads.reserveCapacity(s.observers.values[position].reads.count + added.count)
+        for (key, readAt) in added where s.observers.values[position].reads.updateValue(readAt, forKey: key) == nil {
             s.index[key, default: []].insert(id)
         }
         // Changes found by the replay are older than the inbox's newest
@@ -282,15 +283,19 @@ public struct ObservationRegistry: Sendable {
         let id = ObserverKey(id)
         guard let position = s.observers.index(forKey: id) else { return .refused(.unknownObserver) }
         s.use(at: position, now: now)
-        var observer = s.observers.values[position]
+        let reads = s.observers.values[position].reads
         var added: [(PropertyKey, Int64)] = []
-        for key in keys where observer.reads[key] == nil {
-            observer.reads[key] = seq
+        added.reserveCapacity(keys.count)
+        var seen = Set<PropertyKey>(minimumCapacity: keys.count)
+        for key in keys where reads[key] == nil && seen.insert(key).inserted {
             added.append((key, seq))
         }
-        if observer.reads.count > limit { return .refused(.tooManyReads(limit: limit)) }
+        if reads.count + added.count > limit { return .refused(.tooManyReads(limit: limit)) }
+        guard !added.isEmpty && seq < s.lastSeq else { return .reads(added, replayed: false) }
+        var observer = s.observers.values[position]
+        for (key, seq) in added { observer.reads[key] = seq }
         var replayed = false
-        if !added.isEmpty && seq < s.lastSeq {
+        do {
             // Changes committed after the response was built: replay them
             // so inserted elements count as read, and wake a waiter.
             for change in s.log where change.seq > seq && observer.receives(change) {

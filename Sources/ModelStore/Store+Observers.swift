@@ -79,7 +79,8 @@ extension Store {
                 let plans = registry.withLock { registry in
                     tracks.map { registry.planTrack($0.observer, keys: $0.keys, at: $0.seq, now: $0.now) }
                 }
-                var reads: [(observer: String, key: PropertyKey, seq: Int64)] = []
+                var reads: [ObserverReads] = []
+                reads.reserveCapacity(tracks.count)
                 for (track, plan) in zip(tracks, plans) {
                     switch plan {
                     case .refused(let result):
@@ -87,7 +88,14 @@ extension Store {
                     case .reads(let added, let replayed):
                         planned.append((track, added, replayed))
                         guard !added.isEmpty else { continue }
-                        reads += added.lazy.map { (track.observer, $0.0, $0.1) }
+                        // One run for each seq: the read's own, then those of a replay.
+                        var start = added.startIndex
+                        while start < added.endIndex {
+                            let seq = added[start].1
+                            let end = added[start...].firstIndex { $0.1 != seq } ?? added.endIndex
+                            reads.append(ObserverReads(observer: track.observer, seq: seq, keys: added[start..<end].map(\.0)))
+                            start = end
+                        }
                         // Inside the ordered transaction: the others replay the read itself.
                         shared?.journalTrack(observer: track.observer, keys: track.keys, seq: track.seq)
                     }

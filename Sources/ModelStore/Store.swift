@@ -322,11 +322,7 @@ public final class Store: Sendable {
         let receivers = registry.withLock { registry in
             change.keys.reduce(into: Set<String>()) { $0.formUnion(registry.readers(of: $1, before: change.seq)) }
         }
-        var reads: [(observer: String, key: PropertyKey, seq: Int64)] = []
-        for id in receivers {
-            for implied in change.impliedReads { reads.append((id, implied, change.seq)) }
-        }
-        try storage.addReads(reads)
+        try storage.addReads(receivers.map { ObserverReads(observer: $0, seq: change.seq, keys: change.impliedReads) })
     }
 
     // MARK: - Loading

@@ -68,7 +68,10 @@ import TestSupport
         let changes = try again.changes(reader, since: Int64(cursor)).json
         #expect(changes.changeList.map { $0["path"] } == [.string("/truck/donuts/\(donut)/name")])
         #expect(try again.changes(bystander, since: Int64(cursor)).json.changeList.isEmpty)
-        #expect(try TestEngine.integer("SELECT COUNT(*) FROM observer_reads WHERE observer_id = '\(deleted)'", folder: folder) == 0)
+        // SQLite stores a read a row, PostgreSQL a key a row.
+        let table = TestEngine.isPostgres ? "observer_reads" : "observer_read_sets"
+        #expect(try TestEngine.integer("SELECT COUNT(*) FROM \(table) WHERE observer_id = '\(deleted)'", folder: folder) == 0)
+        #expect(try TestEngine.integer("SELECT COUNT(*) FROM \(table) WHERE observer_id = '\(reader)'", folder: folder)! > 0)
     }
 
     @Test func acknowledgedWritesSurviveKillNine() throws {
@@ -201,6 +204,41 @@ import TestSupport
         #expect(try database.rows("SELECT version FROM schema_migrations").first?[0].int64 == 1)
         let files = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot.appendingPathComponent("migrations").path)
         #expect(try database.rows("SELECT COUNT(*) FROM schema_migrations").first?[0].int64 == Int64(files.filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") }.count))
+    }
+
+    /// 0008 stores a read a row: the reads stored a key a row before it
+    /// become one row for each observer and seq, and the server started on
+    /// them knows every key its observer read.
+    @Test func readsStoredAKeyARowAreGroupedByTheirRead() throws {
+        let folder = temporaryFolder()
+        let path = folder + "/m.sqlite"
+        let migrations = repositoryRoot.appendingPathComponent("migrations")
+        let before = try FileManager.default.contentsOfDirectory(atPath: migrations.path)
+            .filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") && $0 < "0008" }
+            .map { ($0, try String(contentsOf: migrations.appendingPathComponent($0), encoding: .utf8)) }
+        do {
+            let database = try SQLiteStore.Database(path: path)
+            #expect(try Migrator(files: before).migrate(database).count == 7)
+            try database.execute("""
+                INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES ('o', 0, 600, 0);
+                INSERT INTO observer_reads (observer_id, path, read_seq) VALUES
+                    ('o', '/truck/name', 3), ('o', '/truck/orderCount', 3), ('o', '/account/userName', 5);
+                """)
+            database.close()
+        }
+        let process = Process()
+        process.executableURL = ServerProcess.executable
+        process.arguments = ["migrate", "--database", path]
+        process.standardOutput = Pipe()
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let database = try SQLiteStore.Database(path: path)
+        let rows = try database.rows("SELECT observer_id, read_seq, paths FROM observer_read_sets ORDER BY read_seq")
+        #expect(rows.map { [$0[0], $0[1]] } == [[.text("o"), .integer(3)], [.text("o"), .integer(5)]])
+        #expect(Set(rows[0][2].string?.split(separator: "\n").map(String.init) ?? []) == ["/truck/name", "/truck/orderCount"])
+        #expect(rows[1][2] == .text("/account/userName"))
+        #expect(try database.rows("SELECT name FROM sqlite_master WHERE name = 'observer_reads'").isEmpty)
     }
 
     /// 0007 copies the change log into a table whose check on `op` is made

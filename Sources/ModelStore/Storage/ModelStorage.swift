@@ -42,7 +42,7 @@ public protocol ModelStorage: AnyObject {
     func delete(from table: TableLayout, id: String) throws
     func append(_ change: Change) throws
     /// Records reads of observers that still exist.
-    func addReads(_ reads: [(observer: String, key: PropertyKey, seq: Int64)]) throws
+    func addReads(_ reads: [ObserverReads]) throws
 
     // MARK: Observers and housekeeping, each in a transaction of its own
 
@@ -171,5 +171,19 @@ extension ModelStorage {
             rollback()
             throw error
         }
+    }
+}
+
+/// Keys one observer read at one `seq`: what one read adds, or what one
+/// insert implies for one of its receivers.
+public struct ObserverReads: Sendable {
+    public let observer: String
+    public let seq: Int64
+    public let keys: [PropertyKey]
+
+    public init(observer: String, seq: Int64, keys: [PropertyKey]) {
+        self.observer = observer
+        self.seq = seq
+        self.keys = keys
     }
 }

@@ -409,7 +409,8 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         pendingChanges.append(change)
     }
 
-    func addReads(_ reads: [(observer: String, key: PropertyKey, seq: Int64)]) throws {
+    func addReads(_ runs: [ObserverReads]) throws {
+        let reads = runs.flatMap { run in run.keys.map { (observer: run.observer, key: $0, seq: run.seq) } }
         guard !reads.isEmpty else { return }
         // One statement for all: an observer deleted meanwhile is skipped by the join.
         try query(

@@ -75,9 +75,14 @@ final class SQLiteStorage: ModelStorage {
             observers[id] = ObserverSnapshot(id: id, cursor: row[1].int64 ?? 0, ttlSeconds: Int(row[2].int64 ?? 600),
                                              lastUsed: row[3].double ?? 0)
         }
-        for row in try database.rows("SELECT observer_id, path, read_seq FROM observer_reads") {
-            guard let id = row[0].string, let path = row[1].string else { continue }
-            observers[id]?.reads[PropertyKey(path)] = row[2].int64 ?? 0
+        // In the order stored: a key read twice keeps its first seq, as when
+        // it was tracked.
+        for row in try database.rows("SELECT observer_id, read_seq, paths FROM observer_read_sets ORDER BY rowid") {
+            guard let id = row[0].string, observers[id] != nil, let paths = row[2].string else { continue }
+            let seq = row[1].int64 ?? 0
+            for path in paths.split(separator: "\n") where observers[id]!.reads[PropertyKey(String(path))] == nil {
+                observers[id]!.reads[PropertyKey(String(path))] = seq
+            }
         }
         return Array(observers.values)
     }
@@ -129,19 +134,19 @@ final class SQLiteStorage: ModelStorage {
              .text(change.impliedReads.map(\.path).joined(separator: "\n"))])
     }
 
-    func addReads(_ reads: [(observer: String, key: PropertyKey, seq: Int64)]) throws {
-        // An observer deleted meanwhile is skipped: looked up once for its
-        // run of reads (those of one read come together), not once a row.
+    func addReads(_ reads: [ObserverReads]) throws {
+        // One row for each. An observer deleted meanwhile is skipped:
+        // looked up once for a run of its reads, not once a row.
         var observer: String?
         var exists = false
-        for read in reads {
+        for read in reads where !read.keys.isEmpty {
             if read.observer != observer {
                 observer = read.observer
                 exists = try !database.rows("SELECT 1 FROM observers WHERE id = ?", [.text(read.observer)]).isEmpty
             }
             guard exists else { continue }
-            try database.execute("INSERT OR IGNORE INTO observer_reads (observer_id, path, read_seq) VALUES (?, ?, ?)",
-                                 [.text(read.observer), .text(read.key.path), .integer(read.seq)])
+            try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, paths) VALUES (?, ?, ?)",
+                                 [.text(read.observer), .integer(read.seq), .text(read.keys.map(\.path).joined(separator: "\n"))])
         }
     }
 
@@ -158,7 +163,7 @@ final class SQLiteStorage: ModelStorage {
     }
 
     func clearReads(of id: String) throws {
-        try database.execute("DELETE FROM observer_reads WHERE observer_id = ?", [.text(id)])
+        try database.execute("DELETE FROM observer_read_sets WHERE observer_id = ?", [.text(id)])
     }
 
     func housekeep(pruneThrough seq: Int64, expired: [String], used: [ObserverSnapshot]) throws {

@@ -1,0 +1,3 @@
+-- PostgreSQL keeps its reads one row a key: it stores a whole group of
+-- reads in one statement already.
+SELECT 1;
