@@ -12,7 +12,10 @@ public struct ObservationRegistry: Sendable {
     struct State {
         var observers: [ObserverKey: ObserverSnapshot] = [:]
         var waiters: [ObserverKey: any ChangeWaiter] = [:]
-        var index: [PropertyKey: Set<ObserverKey>] = [:]
+        /// Key → the observers that read it, each with the `seq` it read it
+        /// at (the same as in its reads): a change finds its receivers here
+        /// without looking each one up.
+        var index: [PropertyKey: [ObserverKey: Int64]] = [:]
         var log = Deque<Change>()
         var lastSeq: Int64 = 0
         /// Changes up to this `seq` are no longer kept.
@@ -33,8 +36,8 @@ public struct ObservationRegistry: Sendable {
         /// The observers a change to `key` at `seq` reaches: those that read
         /// `key` before it.
         func readers(of key: PropertyKey, before seq: Int64) -> [ObserverKey] {
-            guard let ids = index[key] else { return [] }
-            return ids.filter { (observers[$0]?.reads[key] ?? .max) < seq }
+            guard let readers = index[key] else { return [] }
+            return readers.compactMap { $0.value < seq ? $0.key : nil }
         }
 
         /// The changes `observer` receives after `since` (no older than the
@@ -127,7 +130,7 @@ public struct ObservationRegistry: Sendable {
             let id = ObserverKey(observer.id)
             s.observers[id] = observer
             s.inboxes[id] = Inbox(floor: lastSeq)
-            for key in observer.reads.keys { s.index[key, default: []].insert(id) }
+            for (key, readAt) in observer.reads { s.index[key, default: [:]][id] = readAt }
         }
     }
 
@@ -158,7 +161,7 @@ public struct ObservationRegistry: Sendable {
 
     /// Observers that read `key` (for tests and diagnostics).
     public func readers(of key: PropertyKey) -> Set<String> {
-        Set((s.index[key] ?? []).map(\.id))
+        Set((s.index[key] ?? [:]).keys.map(\.id))
     }
 
     // MARK: - Observers
@@ -167,7 +170,7 @@ public struct ObservationRegistry: Sendable {
         let id = ObserverKey(observer.id)
         s.observers[id] = observer
         s.inboxes[id] = Inbox(floor: s.lastSeq)
-        for key in observer.reads.keys { s.index[key, default: []].insert(id) }
+        for (key, readAt) in observer.reads { s.index[key, default: [:]][id] = readAt }
     }
 
     /// Removes an observer; returns whether it existed and its parked waiter.
@@ -193,7 +196,7 @@ public struct ObservationRegistry: Sendable {
 
     private static func unindex(_ observer: ObserverSnapshot, in s: inout State) {
         for key in observer.reads.keys {
-            s.index[key]?.remove(ObserverKey(observer.id))
+            s.index[key]?.removeValue(forKey: ObserverKey(observer.id))
             if s.index[key]?.isEmpty == true { s.index[key] = nil }
         }
     }
@@ -259,7 +262,7 @@ public struct ObservationRegistry: Sendable {
         // Changed in place, the observer looked up once.
         s.observers.values[position].reads.reserveCapacity(s.observers.values[position].reads.count + added.count)
         for (key, readAt) in added where s.observers.values[position].reads.updateValue(readAt, forKey: key) == nil {
-            s.index[key, default: []].insert(id)
+            s.index[key, default: [:]][id] = readAt
         }
         // Changes found by the replay are older than the inbox's newest
         // entries: let polls from before now scan the log.
@@ -324,13 +327,23 @@ public struct ObservationRegistry: Sendable {
             let receivers = change.keys.count == 1
                 ? s.readers(of: change.keys[0], before: change.seq)
                 : Array(Set(change.keys.flatMap { s.readers(of: $0, before: change.seq) }))
+            // Per receiver, nothing that copies the change: this loop runs
+            // once for every observer a change reaches.
+            let seq = change.seq
+            let impliedReads = change.impliedReads
             for id in receivers {
-                s.inboxes[id, default: Inbox(floor: change.seq - 1)].seqs.append(change.seq)
-                for key in change.impliedReads where s.observers[id]?.reads[key] == nil {
-                    s.observers[id]!.reads[key] = change.seq
-                    s.index[key, default: []].insert(id)
+                if let position = s.inboxes.index(forKey: id) {
+                    s.inboxes.values[position].seqs.append(seq)
+                } else {
+                    var inbox = Inbox(floor: seq - 1)
+                    inbox.seqs.append(seq)
+                    s.inboxes[id] = inbox
                 }
-                if let waiter = s.waiters.removeValue(forKey: id) {
+                for key in impliedReads where s.observers[id]?.reads[key] == nil {
+                    s.observers[id]!.reads[key] = seq
+                    s.index[key, default: [:]][id] = seq
+                }
+                if !s.waiters.isEmpty, let waiter = s.waiters.removeValue(forKey: id) {
                     woken.append((id.id, waiter))
                 }
             }

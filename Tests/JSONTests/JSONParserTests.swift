@@ -45,6 +45,41 @@ import Testing
         #expect(!written.utf8.contains { $0 < 0x20 })
     }
 
+    /// Strings are scanned eight bytes at a time: every byte that needs an
+    /// escape is escaped wherever it falls in a word, and every other byte
+    /// is copied as it is, as a byte-by-byte escaper writes them.
+    @Test func everyEscapeIsFoundWhereverItFallsInAWord() throws {
+        func reference(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20: out += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        let specials: [Character] = ["\"", "\\", "\n", "\u{00}", "\u{1F}", "\u{01}", "\t"]
+        let others: [Character] = ["a", " ", "!", "#", "[", "]", "\u{7F}", "é", "\u{1F369}", "~", "@"]
+        var generator = SystemRandomNumberGenerator()
+        for length in 0...40 {
+            for _ in 0..<30 {
+                let text = String((0..<length).map { _ in
+                    Int.random(in: 0..<5, using: &generator) == 0 ? specials.randomElement()! : others.randomElement()!
+                })
+                var out: [UInt8] = []
+                JSONWriter.writeString(text, into: &out)
+                #expect(String(decoding: out, as: UTF8.self) == reference(text))
+                #expect(try JSONParser.parse(out) == .string(text))
+            }
+        }
+    }
+
     @Test func invalidUTF8AfterAPlainPrefixIsRefused() throws {
         for bytes: [UInt8] in [[0x22, 0x61, 0x62, 0xFF, 0x22], [0x22, 0x61, 0xC3, 0x22], [0x22, 0x61, 0x5C, 0x71, 0x22], [0x22, 0x61, 0x0A, 0x22]] {
             #expect(throws: JSONParseError.self) { try JSONParser.parse(bytes) }
