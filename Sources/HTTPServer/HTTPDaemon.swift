@@ -26,8 +26,11 @@ public final class HTTPDaemon: Sendable {
         /// long an event stream's client may take nothing of what waits for it.
         public var idleTimeout: Int = 30
         /// Bytes of libmicrohttpd's per-connection memory pool; also bounds
-        /// the size of the request line plus headers.
-        public var connectionMemory: Int = 16 * 1024
+        /// the size of the request line plus headers. libmicrohttpd zeroes
+        /// the whole pool after every request, so the first answer on a
+        /// connection touches every page of it: the first answer to 50,000
+        /// parked polls took 2 s with 16 KiB, 1.3 s with 8.
+        public var connectionMemory: Int = 8 * 1024
         /// Largest accepted request body, in bytes.
         public var maxBody: Int = 1 << 20
         /// Query parameters a request may have; one with more is answered `414`.

@@ -34,6 +34,9 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("connection-limit"), help: "Connections served at once (env OBSERVABLE_CONNECTION_LIMIT; default: as many as the open-descriptor limit allows, less 64).")
     var connectionLimit: Int?
 
+    @Option(name: .customLong("connection-memory"), help: "Bytes of memory per connection, which also bound a request's line plus headers: 4096 to 1048576 (env OBSERVABLE_CONNECTION_MEMORY; default 8192).")
+    var connectionMemory: Int?
+
     @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle connection is closed (env OBSERVABLE_IDLE_TIMEOUT; default 30).")
     var idleTimeout: Int?
 
@@ -89,6 +92,10 @@ struct Serve: ParsableCommand {
         if configuration.http.connectionLimit > descriptors {
             logger.warning("connection limit \(configuration.http.connectionLimit) lowered to \(descriptors): the open-descriptor limit allows no more")
             configuration.http.connectionLimit = descriptors
+        }
+        configuration.http.connectionMemory = try setting(connectionMemory, "OBSERVABLE_CONNECTION_MEMORY", default: 8 * 1024)
+        guard (4 * 1024...(1 << 20)).contains(configuration.http.connectionMemory) else {
+            throw ValidationError("connection-memory must be between 4096 and 1048576")
         }
         configuration.http.idleTimeout = try setting(idleTimeout, "OBSERVABLE_IDLE_TIMEOUT", default: 30)
         configuration.limits.maxLongPoll = try setting(maxLongPoll, "OBSERVABLE_MAX_LONG_POLL", default: 60)

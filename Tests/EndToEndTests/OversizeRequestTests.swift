@@ -70,7 +70,7 @@ import Testing
     }
 
     /// Each parameter libmicrohttpd parses takes a record from the
-    /// connection's 16 KiB memory; past about 250 such a request was never
+    /// connection's memory (then 16 KiB); past about 250 such a request was never
     /// answered. Up to 10,000 still fit a request line the server reads,
     /// beyond that libmicrohttpd refuses the line itself (its own 414).
     @Test(arguments: [500, 1_000, 10_000])
@@ -120,6 +120,27 @@ import Testing
         #expect(try Self.outcome(of: Self.get(Array("/truck".utf8), headers: huge), port: server.port)
             == .answered(status: 431, isProblem: false))
         try Self.expectServing(server)
+    }
+
+    /// A connection's memory (8 KiB unless `--connection-memory` says
+    /// otherwise) bounds the request line plus headers: a 7,000-byte header
+    /// is served, a 9,000-byte one refused with libmicrohttpd's 431, and 16
+    /// KiB of memory serves a 12,000-byte header. A size outside 4 KiB…1 MiB
+    /// does not start.
+    @Test func theConnectionMemoryBoundsTheHeadersAndCanBeRaised() throws {
+        func header(_ bytes: Int) -> String { "X-Padding: \(String(repeating: "b", count: bytes))\r\n" }
+        let folder = temporaryFolder()
+        let standard = try ServerProcess(folder: folder)
+        #expect(try Self.outcome(of: Self.get(Array("/truck/orderCount".utf8), headers: header(7_000)), port: standard.port)
+            == .answered(status: 200, isProblem: false))
+        #expect(try Self.outcome(of: Self.get(Array("/truck/orderCount".utf8), headers: header(9_000)), port: standard.port)
+            == .answered(status: 431, isProblem: false))
+        standard.stop()
+        let raised = try ServerProcess(folder: folder, arguments: ["--connection-memory", "16384"])
+        #expect(try Self.outcome(of: Self.get(Array("/truck/orderCount".utf8), headers: header(12_000)), port: raised.port)
+            == .answered(status: 200, isProblem: false))
+        raised.stop()
+        #expect(throws: TestHTTPError.self) { try ServerProcess(folder: folder, arguments: ["--connection-memory", "1000"]) }
     }
 
     /// A NUL byte hides what follows it in the target from the server but not
