@@ -485,4 +485,10 @@ struct ObserverKey: Hashable, Sendable {
     func hash(into hasher: inout Hasher) {
         hasher.combine(hash)
     }
+
+    /// The id's hash, already seeded per process, mixed with the table's
+    /// seed (see `PropertyKey._rawHashValue`).
+    func _rawHashValue(seed: Int) -> Int {
+        hash ^ seed
+    }
 }

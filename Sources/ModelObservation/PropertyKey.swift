@@ -25,6 +25,13 @@ public struct PropertyKey: Hashable, Comparable, Sendable, CustomStringConvertib
         hasher.combine(pathHash)
     }
 
+    /// What a `Set` or `Dictionary` hashes: the path's hash, already
+    /// seeded per process, mixed with the table's seed, without hashing it
+    /// again (a key is looked up tens of times for each read and change).
+    public func _rawHashValue(seed: Int) -> Int {
+        pathHash ^ seed
+    }
+
     public static func == (a: PropertyKey, b: PropertyKey) -> Bool {
         a.pathHash == b.pathHash && a.path == b.path
     }

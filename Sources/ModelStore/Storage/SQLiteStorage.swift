@@ -145,8 +145,15 @@ final class SQLiteStorage: ModelStorage {
                 exists = try !database.rows("SELECT 1 FROM observers WHERE id = ?", [.text(read.observer)]).isEmpty
             }
             guard exists else { continue }
+            // Joined as bytes: appending to a `String` costs far more.
+            var paths: [UInt8] = []
+            paths.reserveCapacity(read.keys.reduce(0) { $0 + $1.path.utf8.count + 1 })
+            for key in read.keys {
+                if !paths.isEmpty { paths.append(UInt8(ascii: "\n")) }
+                paths.append(contentsOf: key.path.utf8)
+            }
             try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, paths) VALUES (?, ?, ?)",
-                                 [.text(read.observer), .integer(read.seq), .text(read.keys.map(\.path).joined(separator: "\n"))])
+                                 [.text(read.observer), .integer(read.seq), .text(String(decoding: paths, as: UTF8.self))])
         }
     }
 
