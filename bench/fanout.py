@@ -251,7 +251,11 @@ class Ours:
 
     def start(self, count, folder, port, limit, database):
         database = database or os.path.join(folder, "observable.sqlite")
-        return start_instances(count, database, folder, self.binary, ["--connection-limit", str(limit)], port)
+        # Like the peer's, its connections are not closed for idleness: a
+        # setup connection may wait longer than the default 30 s while the
+        # other instances finish theirs.
+        return start_instances(count, database, folder, self.binary,
+                               ["--connection-limit", str(limit), "--idle-timeout", "3600"], port)
 
     def setup(self, session, indices, instance_of, timeout):
         """Creates each observer's donut and the observer, then tracks its two
