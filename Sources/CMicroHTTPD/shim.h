@@ -70,8 +70,13 @@ osv_start_daemon(unsigned int flags, uint16_t port,
                  MHD_RequestCompletedCallback completed, void *completed_cls,
                  const struct osv_daemon_options *o)
 {
+    /* One worker is the daemon's own thread, without a pool: libmicrohttpd
+       warns about a pool of one (or none), so the entry then repeats the
+       connection limit instead. */
+    int pooled = o->thread_pool_size > 1;
     struct MHD_OptionItem items[] = {
-        { MHD_OPTION_THREAD_POOL_SIZE, o->thread_pool_size, NULL },
+        { pooled ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_CONNECTION_LIMIT,
+          pooled ? (intptr_t)o->thread_pool_size : (intptr_t)o->connection_limit, NULL },
         { MHD_OPTION_CONNECTION_LIMIT, o->connection_limit, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, o->connection_timeout, NULL },
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)o->connection_memory_limit, NULL },

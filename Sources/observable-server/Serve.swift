@@ -19,7 +19,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Port to listen on; 0 picks a free one (env OBSERVABLE_PORT; default 8080).")
     var port: UInt16?
 
-    @Option(help: "HTTP worker threads (env OBSERVABLE_THREADS; default: the number of cores).")
+    @Option(help: "HTTP worker threads (env OBSERVABLE_THREADS; default: one fewer than the cores, at least 1).")
     var threads: Int?
 
     @Option(name: .customLong("max-body"), help: "Largest request body in bytes (env OBSERVABLE_MAX_BODY; default 1048576).")
@@ -84,7 +84,7 @@ struct Serve: ParsableCommand {
         var configuration = Application.Configuration(store: storeConfiguration)
         configuration.http.host = setting(host, "OBSERVABLE_HOST") ?? "0.0.0.0"
         configuration.http.port = try setting(port, "OBSERVABLE_PORT", default: 8080)
-        configuration.http.threads = try setting(threads, "OBSERVABLE_THREADS", default: ProcessInfo.processInfo.activeProcessorCount)
+        configuration.http.threads = try setting(threads, "OBSERVABLE_THREADS", default: configuration.http.threads)
         configuration.http.maxBody = try setting(maxBody, "OBSERVABLE_MAX_BODY", default: 1 << 20)
         // Each connection is a descriptor: as many as the process may open.
         let descriptors = raiseDescriptorLimit()

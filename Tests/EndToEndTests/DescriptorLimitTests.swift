@@ -38,4 +38,21 @@ import TestSupport
         let fields = openFiles.split(separator: " ")
         #expect(fields.count == 6 && fields[3] == fields[4], "\(openFiles)")
     }
+
+    /// libmicrohttpd runs one worker fewer than the cores (at least one),
+    /// unless `--threads` says otherwise, and says nothing about it.
+    @Test(arguments: [nil, 1, 2, 3])
+    func theWorkersAreOneFewerThanTheCoresUnlessGiven(threads: Int?) throws {
+        let folder = temporaryFolder()
+        let server = try ServerProcess(folder: folder, arguments: threads.map { ["--threads", String($0)] } ?? [])
+        let expected = threads ?? max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
+        let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.process.processIdentifier)/task").map {
+            try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/task/\($0)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(names.filter { $0 == (expected == 1 ? "MHD-single" : "MHD-worker") }.count == expected, "\(names)")
+        #expect(try server.client.get("/truck/orderCount").status == 200)
+        #expect(!server.log.contains("Warning"), "\(server.log)")
+        server.stop()
+    }
 }
