@@ -449,7 +449,7 @@ def main():
     parser.add_argument("--observers", type=int, default=1000, help="parked observers across the three instances")
     parser.add_argument("--changes", type=int, default=200, help="changes read by one observer, written through another instance")
     parser.add_argument("--fanout-rounds", type=int, default=3)
-    parser.add_argument("--server-threads", type=int, help="HTTP worker threads of every instance (default: the server's, one per core)")
+    parser.add_argument("--server-threads", type=int, help="HTTP worker threads of every instance (default: the server's, one fewer than the cores)")
     parser.add_argument("--skip-wakes", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-pgbench", action="store_true")

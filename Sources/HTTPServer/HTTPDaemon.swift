@@ -354,6 +354,9 @@ public final class HTTPDaemon: Sendable {
         case .parked:
             // A stream opens now; one whose client left already is closed.
             if let stream = context.stream { return stream.open() ? .YES : .NO }
+            // What only the handler read is not kept while the poll waits:
+            // 50,000 of them hold it for as long as they are parked.
+            context.query = [:]
             return .YES
         }
     }
