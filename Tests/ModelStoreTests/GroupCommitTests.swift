@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import JSON
+import ModelObservation
 @testable import ModelStore
 import Models
 import SQLiteStore
@@ -111,6 +112,26 @@ import TestSupport
 
     static func orderRows(_ store: Store) throws -> Int64 {
         try store.writer.withLock { try Self.database($0).rows("SELECT COUNT(*) FROM orders").first?[0].int64 ?? -1 }
+    }
+
+    /// Reads are stored a row a read; reads of an observer that is gone
+    /// from the database are skipped, the others in the same group stored.
+    @Test func readsOfAnObserverNoLongerStoredAreSkipped() throws {
+        let store = try Self.makeStore(folder: Self.temporaryFolder())
+        defer { store.close() }
+        let id = try store.createObserver(ttlSeconds: 600).id
+        let keys = [PropertyKey("/truck/name"), PropertyKey("/truck/orderCount")]
+        try store.writer.withLock { storage in
+            try storage.begin()
+            try storage.addReads([ObserverReads(observer: "gone", seq: 1, keys: keys),
+                                  ObserverReads(observer: id, seq: 1, keys: keys),
+                                  ObserverReads(observer: "gone too", seq: 2, keys: keys)])
+            try storage.commit()
+        }
+        let rows = try store.writer.withLock { storage in
+            try Self.database(storage).rows("SELECT observer_id, read_seq, paths FROM observer_read_sets").map(\.values)
+        }
+        #expect(rows == [[.text(id), .integer(1), .text("/truck/name\n/truck/orderCount")]])
     }
 
     /// The log is copied back into the database file by the checkpoint

@@ -135,16 +135,11 @@ final class SQLiteStorage: ModelStorage {
     }
 
     func addReads(_ reads: [ObserverReads]) throws {
-        // One row for each. An observer deleted meanwhile is skipped:
-        // looked up once for a run of its reads, not once a row.
-        var observer: String?
-        var exists = false
+        // One row for each. The observers come from the registry, which lets
+        // an observer go before its row does, so they are here; one that is
+        // not (deleted meanwhile) is skipped by its foreign key, which SQLite
+        // checks anyway, rather than looked up first.
         for read in reads where !read.keys.isEmpty {
-            if read.observer != observer {
-                observer = read.observer
-                exists = try !database.rows("SELECT 1 FROM observers WHERE id = ?", [.text(read.observer)]).isEmpty
-            }
-            guard exists else { continue }
             // Joined as bytes: appending to a `String` costs far more.
             var paths: [UInt8] = []
             paths.reserveCapacity(read.keys.reduce(0) { $0 + $1.path.utf8.count + 1 })
@@ -152,8 +147,11 @@ final class SQLiteStorage: ModelStorage {
                 if !paths.isEmpty { paths.append(UInt8(ascii: "\n")) }
                 paths.append(contentsOf: key.path.utf8)
             }
-            try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, paths) VALUES (?, ?, ?)",
-                                 [.text(read.observer), .integer(read.seq), .text(String(decoding: paths, as: UTF8.self))])
+            let values: [SQLValue] = [.text(read.observer), .integer(read.seq), .text(String(decoding: paths, as: UTF8.self))]
+            let inserted = Result { () throws(SQLiteError) in
+                try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, paths) VALUES (?, ?, ?)", values)
+            }
+            if case .failure(let error) = inserted, !error.isForeignKeyViolation { throw error }
         }
     }
 
