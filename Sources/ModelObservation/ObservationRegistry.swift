@@ -295,18 +295,17 @@ public struct ObservationRegistry: Sendable {
         }
         if reads.count + added.count > limit { return .refused(.tooManyReads(limit: limit)) }
         guard !added.isEmpty && seq < s.lastSeq else { return .reads(added, replayed: false) }
+        // Changes committed after the response was built: replay them so
+        // inserted elements count as read, and wake a waiter. (Only then is
+        // the observer copied, with the new reads in it.)
         var observer = s.observers.values[position]
         for (key, seq) in added { observer.reads[key] = seq }
         var replayed = false
-        do {
-            // Changes committed after the response was built: replay them
-            // so inserted elements count as read, and wake a waiter.
-            for change in s.log where change.seq > seq && observer.receives(change) {
-                replayed = true
-                for key in change.impliedReads where observer.reads[key] == nil {
-                    observer.reads[key] = change.seq
-                    added.append((key, change.seq))
-                }
+        for change in s.log where change.seq > seq && observer.receives(change) {
+            replayed = true
+            for key in change.impliedReads where observer.reads[key] == nil {
+                observer.reads[key] = change.seq
+                added.append((key, change.seq))
             }
         }
         return .reads(added, replayed: replayed)

@@ -317,7 +317,7 @@ public final class Store: Sendable {
         // Whoever reads a collection has read the elements it is told about.
         // Reads are tracked under this same lock (`track`), so the readers
         // the registry names now are those `publish` reaches; one that has
-        // just been deleted is skipped by the EXISTS.
+        // just been deleted is skipped by the storage (see `addReads`).
         guard !change.impliedReads.isEmpty else { return }
         let receivers = registry.withLock { registry in
             change.keys.reduce(into: Set<String>()) { $0.formUnion(registry.readers(of: $1, before: change.seq)) }
