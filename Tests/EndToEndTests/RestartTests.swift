@@ -206,26 +206,19 @@ import TestSupport
         #expect(try database.rows("SELECT COUNT(*) FROM schema_migrations").first?[0].int64 == Int64(files.filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") }.count))
     }
 
-    /// 0008 stores a read a row: the reads stored a key a row before it
-    /// become one row for each observer and seq, and the server started on
-    /// them knows every key its observer read.
-    @Test func readsStoredAKeyARowAreGroupedByTheirRead() throws {
-        let folder = temporaryFolder()
-        let path = folder + "/m.sqlite"
+    /// A database migrated by the repository's SQLite migrations before
+    /// `version` (`count` of them), with `sql` run on it, then by the built
+    /// server's `migrate`: its path.
+    static func migrated(before version: String, applying count: Int, then sql: String) throws -> String {
+        let path = temporaryFolder() + "/m.sqlite"
         let migrations = repositoryRoot.appendingPathComponent("migrations")
         let before = try FileManager.default.contentsOfDirectory(atPath: migrations.path)
-            .filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") && $0 < "0008" }
+            .filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") && $0 < version }
             .map { ($0, try String(contentsOf: migrations.appendingPathComponent($0), encoding: .utf8)) }
-        do {
-            let database = try SQLiteStore.Database(path: path)
-            #expect(try Migrator(files: before).migrate(database).count == 7)
-            try database.execute("""
-                INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES ('o', 0, 600, 0);
-                INSERT INTO observer_reads (observer_id, path, read_seq) VALUES
-                    ('o', '/truck/name', 3), ('o', '/truck/orderCount', 3), ('o', '/account/userName', 5);
-                """)
-            database.close()
-        }
+        let database = try SQLiteStore.Database(path: path)
+        #expect(try Migrator(files: before).migrate(database).count == count)
+        try database.execute(sql)
+        database.close()
         let process = Process()
         process.executableURL = ServerProcess.executable
         process.arguments = ["migrate", "--database", path]
@@ -233,6 +226,18 @@ import TestSupport
         try process.run()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
+        return path
+    }
+
+    /// 0008 stores a read a row: the reads stored a key a row before it
+    /// become one row for each observer and seq, and the server started on
+    /// them knows every key its observer read.
+    @Test func readsStoredAKeyARowAreGroupedByTheirRead() throws {
+        let path = try Self.migrated(before: "0008", applying: 7, then: """
+            INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES ('o', 0, 600, 0);
+            INSERT INTO observer_reads (observer_id, path, read_seq) VALUES
+                ('o', '/truck/name', 3), ('o', '/truck/orderCount', 3), ('o', '/account/userName', 5);
+            """)
         let database = try SQLiteStore.Database(path: path)
         let rows = try database.rows("SELECT observer_id, read_seq, paths FROM observer_read_sets ORDER BY read_seq")
         #expect(rows.map { [$0[0], $0[1]] } == [[.text("o"), .integer(3)], [.text("o"), .integer(5)]])
@@ -245,28 +250,10 @@ import TestSupport
     /// of comparisons: a log written before it is kept whole, and the check
     /// still refuses what is not an operation.
     @Test func theChangeLogIsKeptWhenItsCheckIsRewritten() throws {
-        let folder = temporaryFolder()
-        let path = folder + "/m.sqlite"
-        let migrations = repositoryRoot.appendingPathComponent("migrations")
-        let before = try FileManager.default.contentsOfDirectory(atPath: migrations.path)
-            .filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") && $0 < "0007" }
-            .map { ($0, try String(contentsOf: migrations.appendingPathComponent($0), encoding: .utf8)) }
-        do {
-            let database = try SQLiteStore.Database(path: path)
-            #expect(try Migrator(files: before).migrate(database).count == 6)
-            try database.execute("""
-                INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads)
-                VALUES (7, 7, '/truck/name', 'set', '"A"', '"B"', '/truck/name', '')
-                """)
-            database.close()
-        }
-        let process = Process()
-        process.executableURL = ServerProcess.executable
-        process.arguments = ["migrate", "--database", path]
-        process.standardOutput = Pipe()
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let path = try Self.migrated(before: "0007", applying: 6, then: """
+            INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads)
+            VALUES (7, 7, '/truck/name', 'set', '"A"', '"B"', '/truck/name', '')
+            """)
         let database = try SQLiteStore.Database(path: path)
         #expect(try database.rows("SELECT seq, op, old, new FROM changes").map(\.values) ==
             [[.integer(7), .text("set"), .text("\"A\""), .text("\"B\"")]])
