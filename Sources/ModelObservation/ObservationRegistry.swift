@@ -14,8 +14,11 @@ public struct ObservationRegistry: Sendable {
         var waiters: [ObserverKey: any ChangeWaiter] = [:]
         /// Key → the observers that read it, each with the `seq` it read it
         /// at (the same as in its reads): a change finds its receivers here
-        /// without looking each one up.
-        var index: [PropertyKey: [ObserverKey: Int64]] = [:]
+        /// without looking each one up. Appended to, never searched: an
+        /// entry whose observer has since cleared its reads or gone is
+        /// passed over (`Slots`), and dropped when such entries pile up.
+        var index: [PropertyKey: Readers] = [:]
+        var slots = Slots()
         var log = Deque<Change>()
         var lastSeq: Int64 = 0
         /// Changes up to this `seq` are no longer kept.
@@ -37,8 +40,67 @@ public struct ObservationRegistry: Sendable {
         /// `key` before it.
         func readers(of key: PropertyKey, before seq: Int64) -> [ObserverKey] {
             guard let readers = index[key] else { return [] }
-            return readers.compactMap { $0.value < seq ? $0.key : nil }
+            var found: [ObserverKey] = []
+            found.reserveCapacity(readers.entries.count - readers.dead)
+            for entry in readers.entries where entry.seq < seq {
+                if let id = slots.observer(entry) { found.append(id) }
+            }
+            return found
         }
+
+        /// Indexes every read of the observer at `position`.
+        mutating func index(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index) {
+            let observer = observers.values[position]
+            let slot = observer.slot
+            let epoch = slots.epoch(of: slot)
+            for (key, readAt) in observer.reads {
+                index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
+            }
+        }
+
+        /// Gives a new observer its slot and indexes its reads.
+        mutating func insert(_ observer: ObserverSnapshot) {
+            let id = ObserverKey(observer.id)
+            var observer = observer
+            if let old = observers[id] { unindex(old, releasing: true) }
+            observer.slot = slots.take(id)
+            observers[id] = observer
+            inboxes[id] = Inbox(floor: lastSeq)
+            index(at: observers.index(forKey: id)!)
+        }
+
+        /// Counts the observer's entries as stale; with `releasing`, its
+        /// slot is given up, else it keeps it with its reads forgotten.
+        mutating func unindex(_ observer: ObserverSnapshot, releasing: Bool) {
+            for key in observer.reads.keys {
+                guard let position = index.index(forKey: key) else { continue }
+                index.values[position].dead += 1
+                let readers = index.values[position]
+                if readers.dead == readers.entries.count {
+                    index.remove(at: position)
+                } else if readers.dead >= 32 && readers.dead * 2 > readers.entries.count {
+                    stale.insert(key)
+                }
+            }
+            if releasing { slots.release(observer.slot) } else { slots.renew(observer.slot) }
+            // Entries still name the old epoch: drop them now, before any is valid again.
+            for key in stale {
+                guard let position = index.index(forKey: key) else { continue }
+                let slots = slots
+                index.values[position].entries.removeAll { slots.observer($0) == nil }
+                index.values[position].dead = 0
+            }
+            stale.removeAll(keepingCapacity: true)
+        }
+
+        /// The reads of the last observer whose first read was tracked, and
+        /// what that read added: the next observer reading the same at the
+        /// same `seq` shares them (a copy-on-write table, copied only when
+        /// one of them reads more).
+        var firstReads: (added: [(PropertyKey, Int64)], reads: [PropertyKey: Int64])?
+
+        /// Keys whose stale entries are to be dropped (scratch space).
+        var stale: Set<PropertyKey> = []
 
         /// The changes `observer` receives after `since` (no older than the
         /// oldest kept), at most `limit` unless that would split a
@@ -126,12 +188,7 @@ public struct ObservationRegistry: Sendable {
         s.lastSeq = lastSeq
         s.log = Deque(changes.suffix(retain))
         s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
-        for observer in observers {
-            let id = ObserverKey(observer.id)
-            s.observers[id] = observer
-            s.inboxes[id] = Inbox(floor: lastSeq)
-            for (key, readAt) in observer.reads { s.index[key, default: [:]][id] = readAt }
-        }
+        for observer in observers { s.insert(observer) }
     }
 
     /// Replaces everything it knows with what was loaded again (see
@@ -161,23 +218,20 @@ public struct ObservationRegistry: Sendable {
 
     /// Observers that read `key` (for tests and diagnostics).
     public func readers(of key: PropertyKey) -> Set<String> {
-        Set((s.index[key] ?? [:]).keys.map(\.id))
+        Set((s.index[key]?.entries ?? []).compactMap { s.slots.observer($0)?.id })
     }
 
     // MARK: - Observers
 
     public mutating func add(_ observer: ObserverSnapshot) {
-        let id = ObserverKey(observer.id)
-        s.observers[id] = observer
-        s.inboxes[id] = Inbox(floor: s.lastSeq)
-        for (key, readAt) in observer.reads { s.index[key, default: [:]][id] = readAt }
+        s.insert(observer)
     }
 
     /// Removes an observer; returns whether it existed and its parked waiter.
     public mutating func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
         let id = ObserverKey(id)
         guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
-        Self.unindex(observer, in: &s)
+        s.unindex(observer, releasing: true)
         s.dirty.remove(id)
         s.inboxes[id] = nil
         return (true, s.waiters.removeValue(forKey: id))
@@ -187,18 +241,11 @@ public struct ObservationRegistry: Sendable {
     public mutating func clearReads(_ id: String, now: Double) -> Bool {
         let id = ObserverKey(id)
         guard let observer = s.observers[id] else { return false }
-        Self.unindex(observer, in: &s)
+        s.unindex(observer, releasing: false)
         s.observers[id]!.reads = [:]
         s.use(at: s.observers.index(forKey: id)!, now: now)
         s.inboxes[id] = Inbox(floor: s.lastSeq)
         return true
-    }
-
-    private static func unindex(_ observer: ObserverSnapshot, in s: inout State) {
-        for key in observer.reads.keys {
-            s.index[key]?.removeValue(forKey: ObserverKey(observer.id))
-            if s.index[key]?.isEmpty == true { s.index[key] = nil }
-        }
     }
 
     /// Marks an observer as used now; returns false for an unknown one.
@@ -260,9 +307,28 @@ public struct ObservationRegistry: Sendable {
         // Expired in between: its stored reads go with it.
         guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
         // Changed in place, the observer looked up once.
-        s.observers.values[position].reads.reserveCapacity(s.observers.values[position].reads.count + added.count)
-        for (key, readAt) in added where s.observers.values[position].reads.updateValue(readAt, forKey: key) == nil {
-            s.index[key, default: [:]][id] = readAt
+        let slot = s.observers.values[position].slot
+        let epoch = s.slots.epoch(of: slot)
+        if s.observers.values[position].reads.isEmpty {
+            // A first read (its keys distinct, see `plan`): often the same
+            // as the last one, whose table is then shared.
+            if let first = s.firstReads, first.added.elementsEqual(added, by: { $0.0 == $1.0 && $0.1 == $1.1 }) {
+                s.observers.values[position].reads = first.reads
+            } else {
+                var reads: [PropertyKey: Int64] = [:]
+                reads.reserveCapacity(added.count)
+                for (key, readAt) in added { reads[key] = readAt }
+                s.observers.values[position].reads = reads
+                s.firstReads = (added, reads)
+            }
+            for (key, readAt) in added {
+                s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
+            }
+        } else {
+            s.observers.values[position].reads.reserveCapacity(s.observers.values[position].reads.count + added.count)
+            for (key, readAt) in added where s.observers.values[position].reads.updateValue(readAt, forKey: key) == nil {
+                s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
+            }
         }
         // Changes found by the replay are older than the inbox's newest
         // entries: let polls from before now scan the log.
@@ -316,7 +382,11 @@ public struct ObservationRegistry: Sendable {
     /// Appends committed changes (in `seq` order) to the log and returns the
     /// parked waiters of the observers that receive any of them, removed
     /// from the registry: the caller answers them after this returns.
-    public mutating func publish(_ changes: [Change]) -> [(observer: String, waiter: any ChangeWaiter)] {
+    /// `implied` is told, before this returns, of the reads each insert
+    /// adds to each of its receivers (observer, `seq`, keys).
+    public mutating func publish(_ changes: [Change], implied: ((String, Int64, [PropertyKey]) -> Void)? = nil)
+        -> [(observer: String, waiter: any ChangeWaiter)]
+    {
         guard !changes.isEmpty else { return [] }
         var woken: [(observer: String, waiter: any ChangeWaiter)] = []
         for change in changes {
@@ -338,9 +408,15 @@ public struct ObservationRegistry: Sendable {
                     inbox.seqs.append(seq)
                     s.inboxes[id] = inbox
                 }
-                for key in impliedReads where s.observers[id]?.reads[key] == nil {
-                    s.observers[id]!.reads[key] = seq
-                    s.index[key, default: [:]][id] = seq
+                if !impliedReads.isEmpty, let position = s.observers.index(forKey: id) {
+                    let slot = s.observers.values[position].slot
+                    let epoch = s.slots.epoch(of: slot)
+                    var added: [PropertyKey] = []
+                    for key in impliedReads where s.observers.values[position].reads.updateValue(seq, forKey: key) == nil {
+                        s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: seq))
+                        if implied != nil { added.append(key) }
+                    }
+                    if let implied, !added.isEmpty { implied(id.id, seq, added) }
                 }
                 if !s.waiters.isEmpty, let waiter = s.waiters.removeValue(forKey: id) {
                     woken.append((id.id, waiter))
@@ -431,7 +507,7 @@ public struct ObservationRegistry: Sendable {
             expired.append(id.id)
         }
         for id in expired.map(ObserverKey.init) {
-            if let observer = s.observers.removeValue(forKey: id) { Self.unindex(observer, in: &s) }
+            if let observer = s.observers.removeValue(forKey: id) { s.unindex(observer, releasing: true) }
             s.dirty.remove(id)
             s.inboxes[id] = nil
         }
@@ -461,6 +537,59 @@ public struct ObservationRegistry: Sendable {
         }
         s.dirty.removeAll(keepingCapacity: true)
         return snapshots
+    }
+}
+
+/// One reader of a key in the reverse index: the observer's slot, the
+/// slot's epoch when the read was indexed, and the read's `seq`.
+struct Reader {
+    var slot: Int32
+    var epoch: UInt32
+    var seq: Int64
+}
+
+/// The readers of one key, `dead` of which are stale.
+struct Readers {
+    var entries: [Reader] = []
+    var dead = 0
+}
+
+/// A small number for each observer, so the reverse index holds 16 bytes
+/// a read and is appended to rather than hashed into. A slot's epoch moves
+/// on when its observer forgets its reads or goes, which makes every
+/// entry made before stale at once; a free slot is given again.
+struct Slots {
+    private var entries: [(observer: ObserverKey?, epoch: UInt32)] = []
+    private var free: [Int32] = []
+
+    mutating func take(_ observer: ObserverKey) -> Int32 {
+        if let slot = free.popLast() {
+            entries[Int(slot)].observer = observer
+            return slot
+        }
+        entries.append((observer, 0))
+        return Int32(entries.count - 1)
+    }
+
+    mutating func release(_ slot: Int32) {
+        entries[Int(slot)].observer = nil
+        entries[Int(slot)].epoch &+= 1
+        free.append(slot)
+    }
+
+    /// Makes the entries of the observer in `slot` stale; it keeps the slot.
+    mutating func renew(_ slot: Int32) {
+        entries[Int(slot)].epoch &+= 1
+    }
+
+    func epoch(of slot: Int32) -> UInt32 {
+        entries[Int(slot)].epoch
+    }
+
+    /// The observer `reader` names, nil when the entry is stale.
+    func observer(_ reader: Reader) -> ObserverKey? {
+        let entry = entries[Int(reader.slot)]
+        return entry.epoch == reader.epoch ? entry.observer : nil
     }
 }
 

@@ -11,6 +11,9 @@ public struct ObserverSnapshot: Sendable, Equatable {
     public var lastUsed: Double
     /// The last use as last saved (`lastUsed` when loaded or created).
     public var savedUse: Double
+    /// Where the registry's reverse index finds it (`Slots`); not part of
+    /// what it is.
+    var slot: Int32 = -1
 
     public init(id: String, reads: [PropertyKey: Int64] = [:], cursor: Int64, ttlSeconds: Int, lastUsed: Double) {
         self.id = id
@@ -19,6 +22,11 @@ public struct ObserverSnapshot: Sendable, Equatable {
         self.ttlSeconds = ttlSeconds
         self.lastUsed = lastUsed
         savedUse = lastUsed
+    }
+
+    public static func == (a: ObserverSnapshot, b: ObserverSnapshot) -> Bool {
+        a.id == b.id && a.reads == b.reads && a.cursor == b.cursor && a.ttlSeconds == b.ttlSeconds
+            && a.lastUsed == b.lastUsed && a.savedUse == b.savedUse
     }
 
     /// Whether a use now is worth saving on its own: once the saved use is
