@@ -107,14 +107,17 @@ final class PendingTrack: QueuedWrite, @unchecked Sendable {
 
     /// The outcome `result` stands for.
     func conclude(_ result: ObservationRegistry.TrackResult) {
+        outcome = Self.outcome(of: result, observer: observer)
+    }
+
+    static func outcome(of result: ObservationRegistry.TrackResult, observer: String) -> Result<Void, any Error> {
         switch result {
         case .unknownObserver:
-            outcome = .failure(ModelError.notFound("no observer \(observer)"))
+            .failure(ModelError.notFound("no observer \(observer)"))
         case .tooManyReads(let limit):
-            outcome = .failure(ModelError.unprocessable(
-                "observer \(observer) would track more than \(limit) properties; clear its reads first"))
+            .failure(ModelError.unprocessable("observer \(observer) would track more than \(limit) properties; clear its reads first"))
         case .tracked:
-            outcome = .success(())
+            .success(())
         }
     }
 

@@ -33,7 +33,21 @@ extension Store {
     /// Forgets every read of an observer.
     public func clearReads(of id: String, now: Double = ServerClock.wallSeconds) throws {
         try exclusive { storage in
-            guard registry.withLock({ $0.clearReads(id, now: now) }) else { throw ModelError.notFound("no observer \(id)") }
+            guard let readJournal else {
+                guard registry.withLock({ $0.clearReads(id, now: now) }) else { throw ModelError.notFound("no observer \(id)") }
+                try storage.clearReads(of: id)
+                return
+            }
+            // The reads journaled before the clear are stored, then deleted
+            // with the others: none is folded in after it.
+            try foldIdleReads(readJournal, on: storage)
+            let cleared = registry.withLock { registry in
+                guard registry.clearReads(id, now: now) else { return false }
+                readJournal.swap()
+                return true
+            }
+            guard cleared else { throw ModelError.notFound("no observer \(id)") }
+            try foldIdleReads(readJournal, on: storage)
             try storage.clearReads(of: id)
         }
     }
@@ -59,9 +73,74 @@ extension Store {
         -> Result<Void, any Error>?
     {
         if registry.withLock({ $0.touch(id, now: now, hasRead: keys) }) { return .success(()) }
+        if let readJournal, let result = journal(keys, by: id, at: seq, now: now, in: readJournal) {
+            if case .tracked(_, let waiter?) = result, let wake = wakeHandler { wake([(id, waiter)]) }
+            return PendingTrack.outcome(of: result, observer: id)
+        }
         let track = PendingTrack(observer: id, keys: keys, seq: seq, now: now, completion: completion)
         return commitOrQueue(track, wait: wait) ? track.outcome : nil
     }
+
+    /// Tracks the read on this thread, its new reads appended to the read
+    /// journal before they take effect, all under the registry's lock: so
+    /// no commit publishes in between, and no poll can deliver a change
+    /// through a read not stored. Nil when the journal could not take them
+    /// (a full disk): they are then stored in the database.
+    private func journal(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double,
+                         in readJournal: ReadJournal) -> ObservationRegistry.TrackResult?
+    {
+        registry.withLock { registry in
+            switch registry.planTrack(id, keys: keys, at: seq, now: now) {
+            case .refused(let result):
+                return result
+            case .reads(let added, let replayed):
+                do {
+                    try readJournal.append(ObserverReads.runs(of: id, added))
+                } catch {
+                    logger.error("the read journal failed, reads go to the database: \(error)")
+                    return nil
+                }
+                return registry.applyTrack(id, added, replayed: replayed)
+            }
+        }
+    }
+
+    /// Stores what the idle file of the read journal holds, in transactions
+    /// of at most `chunk` reads, then empties it. Holding the writer lock.
+    func foldIdleReads(_ readJournal: ReadJournal, on storage: any ModelStorage, chunk: Int = .max) throws {
+        while true {
+            let reads = readJournal.nextIdle(limit: chunk)
+            if reads.isEmpty { break }
+            try storage.transaction { try storage.addReads(reads) }
+        }
+        try readJournal.resetIdle()
+    }
+
+    /// Folds the read journal into the database when the active file is
+    /// large or `all` is asked: the idle file first, a few thousand reads a
+    /// transaction (the writer lock is let go between them), then the
+    /// active file after it becomes the idle one.
+    func foldReads(all: Bool = false) {
+        guard let readJournal else { return }
+        do {
+            try exclusive { storage in try foldIdleReads(readJournal, on: storage, chunk: Self.foldChunk) }
+            let due = registry.withLock { _ in
+                all ? readJournal.activeSize > 0 : readJournal.activeSize >= ReadJournal.foldThreshold
+            }
+            guard due else { return }
+            registry.withLock { _ in readJournal.swap() }
+            while try exclusive({ storage in
+                let reads = readJournal.nextIdle(limit: Self.foldChunk)
+                if !reads.isEmpty { try storage.transaction { try storage.addReads(reads) } }
+                return !reads.isEmpty
+            }) {}
+            try exclusive { _ in try readJournal.resetIdle() }
+        } catch {
+            logger.error("folding the read journal failed: \(error)")
+        }
+    }
+
+    static let foldChunk = 4096
 
     /// Stores the new reads of `tracks` in one transaction, then lets them
     /// take effect; parked waiters that a replay reached go to `woken`.
@@ -88,14 +167,7 @@ extension Store {
                     case .reads(let added, let replayed):
                         planned.append((track, added, replayed))
                         guard !added.isEmpty else { continue }
-                        // One run for each seq: the read's own, then those of a replay.
-                        var start = added.startIndex
-                        while start < added.endIndex {
-                            let seq = added[start].1
-                            let end = added[start...].firstIndex { $0.1 != seq } ?? added.endIndex
-                            reads.append(ObserverReads(observer: track.observer, seq: seq, keys: added[start..<end].map(\.0)))
-                            start = end
-                        }
+                        reads += ObserverReads.runs(of: track.observer, added)
                         // Inside the ordered transaction: the others replay the read itself.
                         shared?.journalTrack(observer: track.observer, keys: track.keys, seq: track.seq)
                     }
@@ -113,5 +185,21 @@ extension Store {
                 track.conclude(result)
             }
         }
+    }
+}
+
+extension ObserverReads {
+    /// The reads `added` by one observer, one for each run of one `seq`:
+    /// the read's own, then those of a replay.
+    static func runs(of observer: String, _ added: [(PropertyKey, Int64)]) -> [ObserverReads] {
+        var reads: [ObserverReads] = []
+        var start = added.startIndex
+        while start < added.endIndex {
+            let seq = added[start].1
+            let end = added[start...].firstIndex { $0.1 != seq } ?? added.endIndex
+            reads.append(ObserverReads(observer: observer, seq: seq, keys: added[start..<end].map(\.0)))
+            start = end
+        }
+        return reads
     }
 }

@@ -39,6 +39,8 @@ public final class Store: Sendable {
     /// outside the writer lock (the probe, the listener, claims) have
     /// connections and locks of their own.
     let shared: (any SharedStorage)?
+    /// Where reads go before the database (SQLite with `synchronous=normal`).
+    let readJournal: ReadJournal?
     /// The journal's version the state reflects (shared storage only);
     /// moved after the state it stands for is current.
     let appliedVersion: Locked<Int64>
@@ -69,20 +71,39 @@ public final class Store: Sendable {
     /// as `init(storage:…)`.
     public convenience init(configuration: Configuration, catalog: Catalog, logger: Logger = Logger(label: "observable.store")) throws {
         let storage: any ModelStorage
+        var journal: ReadJournal?
         switch try Engine(configuration.database) {
-        case .sqlite(let path): storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
-        case .postgres(let url): storage = try PostgresStorage(url: url, logger: logger)
+        case .sqlite(let path):
+            storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
+            journal = try ReadJournal(path: path + "-reads")
+        case .postgres(let url):
+            storage = try PostgresStorage(url: url, logger: logger)
         }
-        try self.init(storage: storage, configuration: configuration, catalog: catalog, logger: logger)
+        try self.init(storage: storage, configuration: configuration, catalog: catalog, readJournal: journal, logger: logger)
     }
 
     /// Applies the catalog's pending migrations to `storage` and loads the
     /// state and the observers from it.
-    public init(storage: any ModelStorage, configuration: Configuration, catalog: Catalog,
-                logger: Logger = Logger(label: "observable.store")) throws
+    ///
+    /// With `readJournal` (SQLite), the reads a crash left in it are stored
+    /// first; with `synchronous=normal` new reads then go to it (see
+    /// `ReadJournal`), else they are committed to the database before their
+    /// answer, as with PostgreSQL.
+    init(storage: any ModelStorage, configuration: Configuration, catalog: Catalog, readJournal: ReadJournal?,
+         logger: Logger = Logger(label: "observable.store")) throws
     {
         let applied = try storage.migrate(catalog.migrations)
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
+        if let readJournal {
+            let recovered = readJournal.recovered()
+            if !recovered.isEmpty {
+                try storage.transaction { try storage.addReads(recovered) }
+                logger.info("stored \(recovered.count) reads kept in the read journal")
+            }
+            try readJournal.resetAll()
+        }
+        self.readJournal = configuration.synchronous == .normal ? readJournal : nil
+        if configuration.synchronous != .normal { readJournal?.close(removing: true) }
         var registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
         let shared = storage as? any SharedStorage
         // Shared: loaded in an ordered transaction, so that no other
@@ -249,6 +270,8 @@ public final class Store: Sendable {
                           woken: inout [(observer: String, waiter: any ChangeWaiter)]) -> Bool
     {
         var committed: [Change] = []
+        /// By change, the receivers whose implied reads were stored with it.
+        var storedImplied: [Int64: Set<String>] = [:]
         var writes: Int64 = 0
         var state: ModelState
         do {
@@ -283,7 +306,7 @@ public final class Store: Sendable {
                     let first = seqBefore + 1
                     for (offset, change) in transaction.pending.enumerated() {
                         let change = change.committed(seq: first + Int64(offset), transaction: first)
-                        try append(change, to: storage)
+                        if let receivers = try append(change, to: storage) { storedImplied[change.seq] = receivers }
                         committed.append(change)
                     }
                     state = transaction.state
@@ -301,7 +324,20 @@ public final class Store: Sendable {
         }
         // Publish before the new state is visible: a read that sees the new
         // state then tracks at a seq the registry already knows.
-        woken += registry.withLock { $0.publish(committed) }
+        // With the read journal, a read can be tracked between an insert's
+        // stored receivers and this: the reads the insert implies for it are
+        // journaled here, before any poll can deliver through them.
+        woken += registry.withLock { registry in
+            guard let readJournal else { return registry.publish(committed) }
+            return registry.publish(committed) { observer, seq, keys in
+                guard storedImplied[seq]?.contains(observer) != true else { return }
+                do {
+                    try readJournal.append([ObserverReads(observer: observer, seq: seq, keys: keys)])
+                } catch {
+                    self.logger.error("the read journal failed: \(error)")
+                }
+            }
+        }
         let next = Snapshot(state)
         current.withLock { $0 = next }
         if let shared {
@@ -312,17 +348,20 @@ public final class Store: Sendable {
         return true
     }
 
-    private func append(_ change: Change, to storage: any ModelStorage) throws {
+    /// Stores `change`, and the reads it implies for its receivers; returns
+    /// those receivers (nil when it implies none).
+    private func append(_ change: Change, to storage: any ModelStorage) throws -> Set<String>? {
         try storage.append(change)
         // Whoever reads a collection has read the elements it is told about.
         // Reads are tracked under this same lock (`track`), so the readers
         // the registry names now are those `publish` reaches; one that has
         // just been deleted is skipped by the storage (see `addReads`).
-        guard !change.impliedReads.isEmpty else { return }
+        guard !change.impliedReads.isEmpty else { return nil }
         let receivers = registry.withLock { registry in
             change.keys.reduce(into: Set<String>()) { $0.formUnion(registry.readers(of: $1, before: change.seq)) }
         }
         try storage.addReads(receivers.map { ObserverReads(observer: $0, seq: change.seq, keys: change.impliedReads) })
+        return receivers
     }
 
     // MARK: - Loading
@@ -376,6 +415,7 @@ public final class Store: Sendable {
             logger.error("housekeeping failed: \(error)")
         }
         if !expired.isEmpty { logger.debug("observers expired: \(expired.count)") }
+        foldReads()
     }
 
     /// Commits the writes already submitted, persists what is pending and
@@ -387,7 +427,9 @@ public final class Store: Sendable {
         follower.withLock { $0 }?.stop()
         synchronizer.withLock { $0 }?.stop()
         maintain()
+        foldReads(all: true)
         writer.withLock { $0.close() }
+        readJournal?.close(removing: readJournal?.activeSize == 0 && readJournal?.idleIsEmpty == true)
     }
 
     /// Starts the catalog's background work (advancing jobs, say).

@@ -75,13 +75,15 @@ final class SQLiteStorage: ModelStorage {
             observers[id] = ObserverSnapshot(id: id, cursor: row[1].int64 ?? 0, ttlSeconds: Int(row[2].int64 ?? 600),
                                              lastUsed: row[3].double ?? 0)
         }
-        // In the order stored: a key read twice keeps its first seq, as when
-        // it was tracked.
+        // A key read twice keeps its first seq, as when it was tracked (the
+        // rows of the read journal come in after those stored meanwhile).
         for row in try database.rows("SELECT observer_id, read_seq, paths FROM observer_read_sets ORDER BY rowid") {
             guard let id = row[0].string, observers[id] != nil, let paths = row[2].string else { continue }
             let seq = row[1].int64 ?? 0
-            for path in paths.split(separator: "\n") where observers[id]!.reads[PropertyKey(String(path))] == nil {
-                observers[id]!.reads[PropertyKey(String(path))] = seq
+            for path in paths.split(separator: "\n") {
+                let key = PropertyKey(String(path))
+                if let known = observers[id]!.reads[key], known <= seq { continue }
+                observers[id]!.reads[key] = seq
             }
         }
         return Array(observers.values)
@@ -150,6 +152,17 @@ final class SQLiteStorage: ModelStorage {
             let values: [SQLValue] = [.text(read.observer), .integer(read.seq), .text(String(decoding: paths, as: UTF8.self))]
             let inserted = Result { () throws(SQLiteError) in
                 try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, paths) VALUES (?, ?, ?)", values)
+            }
+            if case .failure(let error) = inserted, !error.isForeignKeyViolation { throw error }
+        }
+    }
+
+    /// Records reads kept in the read journal, their paths already joined.
+    func addReads(_ reads: [JournaledRead]) throws {
+        for read in reads where !read.paths.isEmpty {
+            let inserted = Result { () throws(SQLiteError) in
+                try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, paths) VALUES (?, ?, ?)",
+                                     [.text(read.observer), .integer(read.seq), .text(read.paths)])
             }
             if case .failure(let error) = inserted, !error.isForeignKeyViolation { throw error }
         }
