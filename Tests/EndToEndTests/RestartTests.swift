@@ -99,6 +99,46 @@ import TestSupport
         #expect(try TestEngine.integrityCheck(folder: folder) == "ok")
     }
 
+    /// Reads answered are kept through a `kill -9` (on SQLite they wait in
+    /// the read journal beside the database), the reads an insert implied
+    /// with them, and a clear of reads stays cleared.
+    @Test func answeredReadsSurviveKillNine() throws {
+        let folder = temporaryFolder()
+        let server = try ServerProcess(folder: folder)
+        let client = server.client
+        let reader = try client.observer()
+        let collector = try client.observer()
+        let cleared = try client.observer()
+        #expect(try client.get("/truck?fields=name", observer: reader).status == 200)
+        #expect(try client.get("/truck/donuts", observer: collector).status == 200)
+        #expect(try client.get("/truck?fields=name,orderCount", observer: cleared).status == 200)
+        #expect(try client.delete("/observers/\(cleared)/reads").status == 204)
+        #expect(try client.get("/truck/orderCount", observer: cleared).status == 200)
+        let created = try client.post("/truck/donuts", ["name": "Cruller"])
+        let donut = try #require(created.json["id"]?.stringValue)
+        if !TestEngine.isPostgres {
+            #expect(FileManager.default.fileExists(atPath: folder + "/observable.sqlite-reads-1"))
+        }
+        server.stop(signal: SIGKILL)
+
+        let restarted = try ServerProcess(folder: folder)
+        let again = restarted.client
+        #expect(try again.get("/observers/\(reader)").json["reads"] == ["/truck/name"])
+        #expect(try again.get("/observers/\(cleared)").json["reads"] == ["/truck/orderCount"])
+        let reads = try again.get("/observers/\(collector)").json["reads"]?.arrayValue ?? []
+        #expect(reads.contains(.string("/truck/donuts/\(donut)/name")))
+        let cursor = try #require(try again.changes(reader, since: 0).json["cursor"]?.intValue)
+        _ = try again.patch("/truck", ["name": "Renamed"])
+        _ = try again.patch("/truck/donuts/\(donut)", ["name": "French Cruller"])
+        #expect(try again.changes(reader, since: Int64(cursor)).json.changePaths == ["/truck/name"])
+        #expect(try again.changes(collector, since: Int64(cursor)).json.changePaths == ["/truck/donuts/\(donut)/name"])
+        #expect(try again.changes(cleared, since: Int64(cursor)).json.changeList.isEmpty)
+        #expect(restarted.stop() == 0)
+        // A clean stop stores the journal's reads in the database and removes it.
+        #expect(!FileManager.default.fileExists(atPath: folder + "/observable.sqlite-reads-1"))
+        #expect(try TestEngine.integrityCheck(folder: folder) == "ok")
+    }
+
     @Test func sigtermAnswersParkedLongPollsAndExitsZero() throws {
         let folder = temporaryFolder()
         let server = try ServerProcess(folder: folder)

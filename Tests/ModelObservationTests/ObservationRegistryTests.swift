@@ -24,6 +24,47 @@ final class Waiter: ChangeWaiter {}
         #expect(registry.readers(of: PropertyKey("/x")) == ["a"])
     }
 
+    /// The reverse index passes over the reads of observers that went or
+    /// cleared their reads, also once their slots are given to new ones, and
+    /// drops such entries when they pile up.
+    @Test func readersAreThoseStillReadingAfterRemovalsClearsAndReuse() {
+        var registry = ObservationRegistry(retain: 1000)
+        let x = PropertyKey("/x"), y = PropertyKey("/y")
+        for i in 0..<200 {
+            registry.add(ObserverSnapshot(id: "o\(i)", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+            _ = registry.track("o\(i)", keys: [x, y], at: 0, now: 0)
+        }
+        var expected = Set((0..<200).map { "o\($0)" })
+        for i in stride(from: 0, to: 200, by: 2) {
+            _ = registry.remove("o\(i)")
+            expected.remove("o\(i)")
+        }
+        for i in stride(from: 1, to: 200, by: 4) {
+            let known = registry.clearReads("o\(i)", now: 0)
+            #expect(known)
+            _ = registry.track("o\(i)", keys: [y], at: 0, now: 0)
+        }
+        // New observers take the freed slots; each reads /y only.
+        for i in 0..<50 {
+            registry.add(ObserverSnapshot(id: "n\(i)", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+            _ = registry.track("n\(i)", keys: [y], at: 0, now: 0)
+        }
+        let readingX = expected.filter { id in !stride(from: 1, to: 200, by: 4).contains { "o\($0)" == id } }
+        let readingY = expected.union((0..<50).map { "n\($0)" })
+        #expect(registry.readers(of: x) == readingX)
+        #expect(registry.readers(of: y) == readingY)
+        #expect(Set(registry.readers(of: x, before: 1)) == readingX)
+        // A change reaches each reader once, through either key.
+        _ = registry.publish([PendingChange.set("/x", old: "0", new: "1").committed(seq: 1, transaction: 1)])
+        for id in readingY {
+            guard case .changes(let changes, _) = registry.poll(id, since: 0, limit: 10, now: 0).poll else {
+                Issue.record("expected changes for \(id)")
+                continue
+            }
+            #expect(changes.count == (readingX.contains(id) ? 1 : 0), "\(id)")
+        }
+    }
+
     @Test func readAfterAChangeDoesNotReceiveIt() {
         var registry = ObservationRegistry(retain: 100)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))

@@ -1,0 +1,105 @@
+import Foundation
+import ModelObservation
+@testable import ModelStore
+import Models
+import Testing
+
+/// The file reads go to before the database: what it gives back after a
+/// crash, and what it does not.
+@Suite struct ReadJournalTests {
+    static func read(_ observer: String, _ seq: Int64, _ paths: [String]) -> ObserverReads {
+        ObserverReads(observer: observer, seq: seq, keys: paths.map(PropertyKey.init))
+    }
+
+    static func summary(_ reads: [JournaledRead]) -> [String] {
+        reads.map { "\($0.observer)@\($0.seq):\($0.paths)" }
+    }
+
+    @Test func whatWasAppendedIsRecoveredByTheNextOpen() throws {
+        let path = GroupCommitTests.temporaryFolder() + "/db-reads"
+        var journal: ReadJournal? = try ReadJournal(path: path)
+        try journal!.append([Self.read("a", 3, ["/truck/name", "/truck/orderCount"]), Self.read("a", 5, ["/truck/donuts/x/name"])])
+        try journal!.append([Self.read("b", 4, ["/truck/name"]), Self.read("c", 4, [])])
+        #expect(journal!.activeSize > 0)
+        // Not closed: as after a kill -9.
+        journal = nil
+        let again = try ReadJournal(path: path)
+        #expect(Self.summary(again.recovered()) == ["a@3:/truck/name\n/truck/orderCount", "a@5:/truck/donuts/x/name", "b@4:/truck/name"])
+    }
+
+    @Test func aRecordCutShortOrGarbledEndsWhatIsRecovered() throws {
+        let path = GroupCommitTests.temporaryFolder() + "/db-reads"
+        var journal: ReadJournal? = try ReadJournal(path: path)
+        try journal!.append([Self.read("a", 1, ["/truck/name"]), Self.read("b", 2, ["/truck/orderCount"])])
+        journal = nil
+        // The second record's last byte changed: it and what follows are gone.
+        let file = try FileHandle(forUpdating: URL(fileURLWithPath: path + "-1"))
+        let first = 8 + 8 + (8 + 2 + 1 + "/truck/name".utf8.count)
+        let secondEnd = first + 8 + (8 + 2 + 1 + "/truck/orderCount".utf8.count)
+        try file.seek(toOffset: UInt64(secondEnd - 1))
+        try file.write(contentsOf: Data("X".utf8))
+        try file.close()
+        #expect(Self.summary(try ReadJournal(path: path).recovered()) == ["a@1:/truck/name"])
+    }
+
+    @Test func anEmptiedFileGivesNothingBackAndTakesReadsAgain() throws {
+        let path = GroupCommitTests.temporaryFolder() + "/db-reads"
+        var journal: ReadJournal? = try ReadJournal(path: path)
+        try journal!.append([Self.read("a", 1, ["/truck/name"]), Self.read("b", 2, ["/truck/orderCount"])])
+        try journal!.resetAll()
+        // Shorter than what it overwrites: the old records after it stay in the file.
+        try journal!.append([Self.read("c", 3, ["/x"])])
+        journal = nil
+        #expect(Self.summary(try ReadJournal(path: path).recovered()) == ["c@3:/x"])
+    }
+
+    @Test func foldingTakesTheIdleFileWhileReadsGoOnToTheOther() throws {
+        let path = GroupCommitTests.temporaryFolder() + "/db-reads"
+        let journal = try ReadJournal(path: path)
+        try journal.append([Self.read("a", 1, ["/truck/name"]), Self.read("b", 2, ["/truck/orderCount"])])
+        journal.swap()
+        try journal.append([Self.read("c", 3, ["/x"])])
+        #expect(Self.summary(journal.nextIdle(limit: 1)) == ["a@1:/truck/name"])
+        #expect(Self.summary(journal.nextIdle(limit: 5)) == ["b@2:/truck/orderCount"])
+        #expect(journal.nextIdle(limit: 5).isEmpty)
+        try journal.resetIdle()
+        #expect(journal.idleIsEmpty)
+        #expect(Self.summary(journal.recovered()) == ["c@3:/x"])
+    }
+
+    @Test func aSecondServerOnTheSameDatabaseIsRefused() throws {
+        let path = GroupCommitTests.temporaryFolder() + "/db-reads"
+        let journal = try ReadJournal(path: path)
+        #expect(throws: ModelError.self) { try ReadJournal(path: path) }
+        journal.close(removing: true)
+        #expect(!FileManager.default.fileExists(atPath: path + "-1"))
+        _ = try ReadJournal(path: path)
+    }
+
+    /// A store tracks first reads into the journal, folds them into the
+    /// database when it closes, and a store opened on a journal a crash
+    /// left behind stores its reads first.
+    @Test func aStoreFoldsItsReadsAndRecoversThoseACrashLeft() throws {
+        let folder = GroupCommitTests.temporaryFolder()
+        let database = folder + "/observable.sqlite"
+        var store: Store? = try GroupCommitTests.makeStore(folder: folder)
+        let observer = try store!.createObserver()
+        try store!.track([PropertyKey("/truck/name")], by: observer.id, at: store!.registry.withLock { $0.lastSeq })
+        #expect(FileManager.default.fileExists(atPath: database + "-reads-1"))
+        store!.close()
+        store = nil
+        #expect(!FileManager.default.fileExists(atPath: database + "-reads-1"))
+        store = try GroupCommitTests.makeStore(folder: folder)
+        #expect(store!.registry.withLock { $0.observer(observer.id)?.reads.keys.map(\.path) } == ["/truck/name"])
+        store!.close()
+        store = nil
+
+        // A journal with a read in it, as a kill -9 leaves it.
+        let journal = try ReadJournal(path: database + "-reads")
+        try journal.append([Self.read(observer.id, 1, ["/truck/orderCount"]), Self.read("no-such-observer", 1, ["/truck/name"])])
+        journal.close(removing: false)
+        store = try GroupCommitTests.makeStore(folder: folder)
+        #expect(store!.registry.withLock { $0.observer(observer.id)?.reads.keys.map(\.path).sorted() } == ["/truck/name", "/truck/orderCount"])
+        store!.close()
+    }
+}
