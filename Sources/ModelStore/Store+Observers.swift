@@ -96,6 +96,7 @@ extension Store {
             case .reads(let added, let replayed):
                 do {
                     try readJournal.append(ObserverReads.runs(of: id, added))
+                    if readJournal.askFold() { folder.withLock { $0 }?.wake() }
                 } catch {
                     logger.error("the read journal failed, reads go to the database: \(error)")
                     return nil
@@ -114,6 +115,18 @@ extension Store {
             try storage.transaction { try storage.addReads(reads) }
         }
         try readJournal.resetIdle()
+    }
+
+    /// Starts the thread that folds the read journal: woken when the active
+    /// file passes the threshold, and every few seconds.
+    func startFolding() {
+        let thread = ServiceThread.start(name: "observable.fold") { [weak self] thread in
+            while !thread.sleep(seconds: 5) {
+                guard let self else { return }
+                self.foldReads()
+            }
+        }
+        folder.withLock { $0 = thread }
     }
 
     /// Folds the read journal into the database when the active file is

@@ -41,6 +41,8 @@ public final class Store: Sendable {
     let shared: (any SharedStorage)?
     /// Where reads go before the database (SQLite with `synchronous=normal`).
     let readJournal: ReadJournal?
+    /// Folds the read journal into the database (set once, in `init`).
+    let folder = Locked<ServiceThread?>(nil)
     /// The journal's version the state reflects (shared storage only);
     /// moved after the state it stands for is current.
     let appliedVersion: Locked<Int64>
@@ -130,9 +132,12 @@ public final class Store: Sendable {
         self.logger = logger
         startCommitting()
         if shared != nil { startFollowing() }
+        if self.readJournal != nil { startFolding() }
     }
 
     deinit {
+        // Not waited for: this may run on that thread.
+        folder.withLock { $0 }?.stop(timeout: .zero)
         queue.close()
     }
 
@@ -415,7 +420,6 @@ public final class Store: Sendable {
             logger.error("housekeeping failed: \(error)")
         }
         if !expired.isEmpty { logger.debug("observers expired: \(expired.count)") }
-        foldReads()
     }
 
     /// Commits the writes already submitted, persists what is pending and
@@ -426,6 +430,7 @@ public final class Store: Sendable {
         committer.withLock { $0 }?.join()
         follower.withLock { $0 }?.stop()
         synchronizer.withLock { $0 }?.stop()
+        folder.withLock { $0 }?.stop()
         maintain()
         foldReads(all: true)
         writer.withLock { $0.close() }

@@ -123,6 +123,11 @@ public final class Database: @unchecked Sendable {
         try statement(sql).rows(values)
     }
 
+    /// The rowid of the row this connection inserted last.
+    public var lastInsertRowID: Int64 {
+        sqlite3_last_insert_rowid(handle)
+    }
+
     /// Rows inserted, updated or deleted on this connection since it opened:
     /// a statement that failed, or changed nothing, leaves it as it was.
     public var totalChanges: Int64 {

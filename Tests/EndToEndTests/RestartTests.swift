@@ -279,7 +279,7 @@ import TestSupport
                 ('o', '/truck/name', 3), ('o', '/truck/orderCount', 3), ('o', '/account/userName', 5);
             """)
         let database = try SQLiteStore.Database(path: path)
-        let rows = try database.rows("SELECT observer_id, read_seq, paths FROM observer_read_sets ORDER BY read_seq")
+        let rows = try database.rows("SELECT r.observer_id, r.read_seq, s.paths FROM observer_read_sets r JOIN read_shapes s ON s.id = r.shape_id ORDER BY read_seq")
         #expect(rows.map { [$0[0], $0[1]] } == [[.text("o"), .integer(3)], [.text("o"), .integer(5)]])
         #expect(Set(rows[0][2].string?.split(separator: "\n").map(String.init) ?? []) == ["/truck/name", "/truck/orderCount"])
         #expect(rows[1][2] == .text("/account/userName"))

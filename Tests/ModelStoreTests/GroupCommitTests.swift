@@ -129,7 +129,7 @@ import TestSupport
             try storage.commit()
         }
         let rows = try store.writer.withLock { storage in
-            try Self.database(storage).rows("SELECT observer_id, read_seq, paths FROM observer_read_sets").map(\.values)
+            try Self.database(storage).rows("SELECT r.observer_id, r.read_seq, s.paths FROM observer_read_sets r JOIN read_shapes s ON s.id = r.shape_id").map(\.values)
         }
         #expect(rows == [[.text(id), .integer(1), .text("/truck/name\n/truck/orderCount")]])
     }

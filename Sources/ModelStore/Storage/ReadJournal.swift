@@ -26,9 +26,11 @@ import ModelObservation
 /// `append` and `swap` are called under the registry's lock; the idle
 /// file is read and emptied under the store's writer lock.
 final class ReadJournal: @unchecked Sendable {
-    static let initialCapacity = 8 << 20
-    /// A fold is due once the active file holds this much.
-    static let foldThreshold = 4 << 20
+    static let initialCapacity = 4 << 20
+    /// A fold is due once the active file holds this much: folded often,
+    /// the two files stay small and their pages are written again rather
+    /// than new ones faulted in.
+    static let foldThreshold = 1 << 20
 
     private var files: [File]
     private var activeIndex = 0
@@ -43,6 +45,17 @@ final class ReadJournal: @unchecked Sendable {
     }
 
     var activeSize: Int { files[activeIndex].end }
+    /// Whether the active file passed the threshold since it became active
+    /// (so that the folding thread is woken once for it).
+    private(set) var foldAsked = false
+
+    /// Whether to wake the folding thread now: the first time the active
+    /// file holds `foldThreshold`.
+    func askFold() -> Bool {
+        guard !foldAsked, activeSize >= Self.foldThreshold else { return false }
+        foldAsked = true
+        return true
+    }
     var idleIsEmpty: Bool { files[1 - activeIndex].end == 0 }
 
     /// Every record of both files: what a crash left behind.
@@ -65,6 +78,7 @@ final class ReadJournal: @unchecked Sendable {
         precondition(idleIsEmpty, "the idle read journal is folded before it becomes active")
         activeIndex = 1 - activeIndex
         folded = File.headerSize
+        foldAsked = false
     }
 
     /// The next at most `limit` records of the idle file not folded yet.
@@ -95,6 +109,7 @@ final class ReadJournal: @unchecked Sendable {
         private var base: UnsafeMutableRawPointer?
         private var capacity = 0
         static let headerSize = 8
+        private var closed = false
         /// Where the next record goes; only known after a reset (recovery
         /// reads the records, then resets).
         private var next = headerSize
@@ -123,18 +138,17 @@ final class ReadJournal: @unchecked Sendable {
         }
 
         /// Reserves the file's blocks up to `capacity` (so that writing the
-        /// mapping never meets a full disk) and maps it, its pages faulted
-        /// in now rather than by the reads that fill them.
+        /// mapping never meets a full disk) and maps it.
         private func map(capacity: Int) throws {
-            if let base { munmap(base, self.capacity) }
-            base = nil
-            self.capacity = 0
             let reserved = posix_fallocate(descriptor, 0, off_t(capacity))
             guard reserved == 0 else {
                 errno = reserved
                 throw Self.error("cannot reserve \(capacity) bytes for \(path)")
             }
-            guard let mapped = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, descriptor, 0), mapped != MAP_FAILED else {
+            if let base { munmap(base, self.capacity) }
+            base = nil
+            self.capacity = 0
+            guard let mapped = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0), mapped != MAP_FAILED else {
                 throw Self.error("cannot map \(path)")
             }
             base = mapped
@@ -243,11 +257,17 @@ final class ReadJournal: @unchecked Sendable {
         }
 
         func close(removing: Bool) {
+            guard !closed else { return }
+            closed = true
             if let base { munmap(base, capacity) }
             base = nil
             capacity = 0
             if removing { unlink(path) }
             Glibc.close(descriptor)
+        }
+
+        deinit {
+            close(removing: false)
         }
     }
 }

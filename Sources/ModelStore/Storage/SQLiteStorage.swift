@@ -10,6 +10,11 @@ final class SQLiteStorage: ModelStorage {
     private var sql = TableStatements.Cache { _ in "?" }
     /// Copies the log back into the database off the commit path.
     private let checkpointer: Checkpointer?
+    /// The ids of sets of keys read (`read_shapes`) used lately, by their
+    /// paths joined; forgotten when a transaction rolls back (an id it made
+    /// is gone) and when it grows large.
+    private var shapes: [String: Int64] = [:]
+    static let shapesKept = 4096
 
     init(database: Database, checkpointer: Checkpointer? = nil) {
         self.database = database
@@ -77,15 +82,21 @@ final class SQLiteStorage: ModelStorage {
         }
         // A key read twice keeps its first seq, as when it was tracked (the
         // rows of the read journal come in after those stored meanwhile).
-        for row in try database.rows("SELECT observer_id, read_seq, paths FROM observer_read_sets ORDER BY rowid") {
-            guard let id = row[0].string, observers[id] != nil, let paths = row[2].string else { continue }
+        var keys: [Int64: [PropertyKey]] = [:]
+        for row in try database.rows("SELECT id, paths FROM read_shapes") {
+            guard let id = row[0].int64, let paths = row[1].string else { continue }
+            keys[id] = paths.split(separator: "\n").map { PropertyKey(String($0)) }
+        }
+        for row in try database.rows("SELECT observer_id, read_seq, shape_id FROM observer_read_sets ORDER BY rowid") {
+            guard let id = row[0].string, observers[id] != nil, let shape = row[2].int64, let read = keys[shape] else { continue }
             let seq = row[1].int64 ?? 0
-            for path in paths.split(separator: "\n") {
-                let key = PropertyKey(String(path))
+            for key in read {
                 if let known = observers[id]!.reads[key], known <= seq { continue }
                 observers[id]!.reads[key] = seq
             }
         }
+        // Sets of keys no read names any longer.
+        try database.execute("DELETE FROM read_shapes WHERE id NOT IN (SELECT shape_id FROM observer_read_sets)", [])
         return Array(observers.values)
     }
 
@@ -103,7 +114,10 @@ final class SQLiteStorage: ModelStorage {
             throw ModelError(.busy, "The database is busy; retry shortly.")
         }
     }
-    func rollback() { try? database.execute("ROLLBACK", []) }
+    func rollback() {
+        try? database.execute("ROLLBACK", [])
+        shapes.removeAll()
+    }
     var rowsChanged: Int64 { database.totalChanges }
 
     func insert(into table: TableLayout, _ row: StoredRow) throws {
@@ -149,22 +163,41 @@ final class SQLiteStorage: ModelStorage {
                 if !paths.isEmpty { paths.append(UInt8(ascii: "\n")) }
                 paths.append(contentsOf: key.path.utf8)
             }
-            let values: [SQLValue] = [.text(read.observer), .integer(read.seq), .text(String(decoding: paths, as: UTF8.self))]
-            let inserted = Result { () throws(SQLiteError) in
-                try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, paths) VALUES (?, ?, ?)", values)
-            }
-            if case .failure(let error) = inserted, !error.isForeignKeyViolation { throw error }
+            try insertRead(observer: read.observer, seq: read.seq, paths: String(decoding: paths, as: UTF8.self))
         }
+    }
+
+    /// One row of `observer_read_sets`, naming the set of keys `paths`
+    /// (made when new). An observer deleted meanwhile is skipped by its
+    /// foreign key, which SQLite checks anyway, rather than looked up first.
+    private func insertRead(observer: String, seq: Int64, paths: String) throws {
+        let shape = try shape(paths)
+        let inserted = Result { () throws(SQLiteError) in
+            try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, shape_id) VALUES (?, ?, ?)",
+                                 [.text(observer), .integer(seq), .integer(shape)])
+        }
+        if case .failure(let error) = inserted, !error.isForeignKeyViolation { throw error }
+    }
+
+    /// The id of the set of keys `paths`, stored when it is new.
+    private func shape(_ paths: String) throws -> Int64 {
+        if let known = shapes[paths] { return known }
+        let id: Int64
+        if let found = try database.rows("SELECT id FROM read_shapes WHERE paths = ?", [.text(paths)]).first?[0].int64 {
+            id = found
+        } else {
+            try database.execute("INSERT INTO read_shapes (paths) VALUES (?)", [.text(paths)])
+            id = database.lastInsertRowID
+        }
+        if shapes.count >= Self.shapesKept { shapes.removeAll(keepingCapacity: true) }
+        shapes[paths] = id
+        return id
     }
 
     /// Records reads kept in the read journal, their paths already joined.
     func addReads(_ reads: [JournaledRead]) throws {
         for read in reads where !read.paths.isEmpty {
-            let inserted = Result { () throws(SQLiteError) in
-                try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, paths) VALUES (?, ?, ?)",
-                                     [.text(read.observer), .integer(read.seq), .text(read.paths)])
-            }
-            if case .failure(let error) = inserted, !error.isForeignKeyViolation { throw error }
+            try insertRead(observer: read.observer, seq: read.seq, paths: read.paths)
         }
     }
 
