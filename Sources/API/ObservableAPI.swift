@@ -94,7 +94,7 @@ public final class ObservableAPI: Sendable {
     {
         let request = context.request
         let observer = request.header("Observer") ?? request.query["observer"]
-        if let observer, store.registry.withLock({ $0.observer(observer) }) == nil {
+        if let observer, !store.registry.withLock({ $0.knows(observer) }) {
             throw APIError(404, "no observer \(observer); create one with POST /observers")
         }
         let snapshot = store.snapshot

@@ -211,6 +211,11 @@ public struct ObservationRegistry: Sendable {
         s.observers[ObserverKey(id)]
     }
 
+    /// Whether observer `id` exists (without copying it).
+    public func knows(_ id: String) -> Bool {
+        s.observers.index(forKey: ObserverKey(id)) != nil
+    }
+
     /// Observers that read `key` before `seq`: those a change to it at `seq` reaches.
     public func readers(of key: PropertyKey, before seq: Int64) -> [String] {
         s.readers(of: key, before: seq).map(\.id)
@@ -355,9 +360,16 @@ public struct ObservationRegistry: Sendable {
         let reads = s.observers.values[position].reads
         var added: [(PropertyKey, Int64)] = []
         added.reserveCapacity(keys.count)
-        var seen = Set<PropertyKey>(minimumCapacity: keys.count)
-        for key in keys where reads[key] == nil && seen.insert(key).inserted {
-            added.append((key, seq))
+        if reads.isEmpty, let first = s.firstReads, first.added.count == keys.count,
+           first.added.elementsEqual(keys, by: { $0.0 == $1 })
+        {
+            // The keys of the last first read, which were distinct.
+            for key in keys { added.append((key, seq)) }
+        } else {
+            var seen = Set<PropertyKey>(minimumCapacity: keys.count)
+            for key in keys where reads[key] == nil && seen.insert(key).inserted {
+                added.append((key, seq))
+            }
         }
         if reads.count + added.count > limit { return .refused(.tooManyReads(limit: limit)) }
         guard !added.isEmpty && seq < s.lastSeq else { return .reads(added, replayed: false) }

@@ -14,6 +14,8 @@ final class SQLiteStorage: ModelStorage {
     /// paths joined; forgotten when a transaction rolls back (an id it made
     /// is gone) and when it grows large.
     private var shapes: [String: Int64] = [:]
+    /// The set of keys named last: most reads in a row name the same.
+    private var lastShape: (paths: String, id: Int64)?
     static let shapesKept = 4096
 
     init(database: Database, checkpointer: Checkpointer? = nil) {
@@ -117,6 +119,7 @@ final class SQLiteStorage: ModelStorage {
     func rollback() {
         try? database.execute("ROLLBACK", [])
         shapes.removeAll()
+        lastShape = nil
     }
     var rowsChanged: Int64 { database.totalChanges }
 
@@ -181,7 +184,11 @@ final class SQLiteStorage: ModelStorage {
 
     /// The id of the set of keys `paths`, stored when it is new.
     private func shape(_ paths: String) throws -> Int64 {
-        if let known = shapes[paths] { return known }
+        if let lastShape, lastShape.paths == paths { return lastShape.id }
+        if let known = shapes[paths] {
+            lastShape = (paths, known)
+            return known
+        }
         let id: Int64
         if let found = try database.rows("SELECT id FROM read_shapes WHERE paths = ?", [.text(paths)]).first?[0].int64 {
             id = found
@@ -191,6 +198,7 @@ final class SQLiteStorage: ModelStorage {
         }
         if shapes.count >= Self.shapesKept { shapes.removeAll(keepingCapacity: true) }
         shapes[paths] = id
+        lastShape = (paths, id)
         return id
     }
 
