@@ -43,7 +43,13 @@ public struct ObservationRegistry: Sendable {
             var found: [ObserverKey] = []
             found.reserveCapacity(readers.entries.count - readers.dead)
             for entry in readers.entries where entry.seq < seq {
-                if let id = slots.observer(entry) { found.append(id) }
+                if let id = slots.observer(entry.slot, entry.epoch) { found.append(id) }
+            }
+            for number in readers.groups {
+                guard let group = groups[Int(number)], group.seq < seq else { continue }
+                for member in group.members {
+                    if let id = slots.observer(member.slot, member.epoch) { found.append(id) }
+                }
             }
             return found
         }
@@ -64,6 +70,7 @@ public struct ObservationRegistry: Sendable {
             var observer = observer
             if let old = observers[id] { unindex(old, releasing: true) }
             observer.slot = slots.take(id)
+            observer.group = -1
             observers[id] = observer
             inboxes[id] = Inbox(floor: lastSeq)
             index(at: observers.index(forKey: id)!)
@@ -72,32 +79,85 @@ public struct ObservationRegistry: Sendable {
         /// Counts the observer's entries as stale; with `releasing`, its
         /// slot is given up, else it keeps it with its reads forgotten.
         mutating func unindex(_ observer: ObserverSnapshot, releasing: Bool) {
+            let grouped = observer.group >= 0 ? groups[Int(observer.group)]?.keys : nil
             for key in observer.reads.keys {
+                // A key of its group has no entry of its own.
+                if let grouped, grouped.contains(key) { continue }
                 guard let position = index.index(forKey: key) else { continue }
                 index.values[position].dead += 1
                 let readers = index.values[position]
-                if readers.dead == readers.entries.count {
+                if readers.dead == readers.entries.count && readers.groups.isEmpty {
                     index.remove(at: position)
                 } else if readers.dead >= 32 && readers.dead * 2 > readers.entries.count {
                     stale.insert(key)
                 }
             }
             if releasing { slots.release(observer.slot) } else { slots.renew(observer.slot) }
-            // Entries still name the old epoch: drop them now, before any is valid again.
+            if observer.group >= 0 { leave(observer.group) }
             for key in stale {
                 guard let position = index.index(forKey: key) else { continue }
                 let slots = slots
-                index.values[position].entries.removeAll { slots.observer($0) == nil }
+                index.values[position].entries.removeAll { slots.observer($0.slot, $0.epoch) == nil }
                 index.values[position].dead = 0
             }
             stale.removeAll(keepingCapacity: true)
+        }
+
+        /// Counts one member of group `number` as stale (its slot's epoch
+        /// has moved on): the group goes with its last member, and drops its
+        /// stale members when they are half of it.
+        mutating func leave(_ number: Int32) {
+            guard var group = groups[Int(number)] else { return }
+            group.dead += 1
+            if group.dead == group.members.count {
+                for key in group.keys {
+                    guard let position = index.index(forKey: key) else { continue }
+                    index.values[position].groups.removeAll { $0 == number }
+                    let readers = index.values[position]
+                    if readers.groups.isEmpty && readers.dead == readers.entries.count { index.remove(at: position) }
+                }
+                groups[Int(number)] = nil
+                freeGroups.append(number)
+                if firstReads?.group == number { firstReads = nil }
+                return
+            }
+            groups[Int(number)] = nil  // uniquely referenced while it changes
+            if group.dead >= 32 && group.dead * 2 > group.members.count {
+                let slots = slots
+                group.members.removeAll { slots.observer($0.slot, $0.epoch) == nil }
+                group.dead = 0
+            }
+            groups[Int(number)] = group
+        }
+
+        /// Makes a group of the observers whose first read added the keys
+        /// of `reads` at `seq`; returns its number.
+        mutating func makeGroup(_ reads: [PropertyKey: Int64], seq: Int64) -> Int32 {
+            let group = Group(keys: Set(reads.keys), seq: seq)
+            let number: Int32
+            if let free = freeGroups.popLast() {
+                number = free
+                groups[Int(number)] = group
+            } else {
+                number = Int32(groups.count)
+                groups.append(group)
+            }
+            for key in reads.keys { index[key, default: Readers()].groups.append(number) }
+            return number
         }
 
         /// The reads of the last observer whose first read was tracked, and
         /// what that read added: the next observer reading the same at the
         /// same `seq` shares them (a copy-on-write table, copied only when
         /// one of them reads more).
-        var firstReads: (added: [(PropertyKey, Int64)], reads: [PropertyKey: Int64])?
+        /// With the group they make, once a second observer read the same
+        /// (-1 until then).
+        var firstReads: (added: [(PropertyKey, Int64)], reads: [PropertyKey: Int64], group: Int32)?
+        /// Observers whose first read added the same keys at the same
+        /// `seq`: indexed once for all, each member 8 bytes, where each
+        /// would add an entry to the readers of every key.
+        var groups: [Group?] = []
+        var freeGroups: [Int32] = []
 
         /// Keys whose stale entries are to be dropped (scratch space).
         var stale: Set<PropertyKey> = []
@@ -223,7 +283,7 @@ public struct ObservationRegistry: Sendable {
 
     /// Observers that read `key` (for tests and diagnostics).
     public func readers(of key: PropertyKey) -> Set<String> {
-        Set((s.index[key]?.entries ?? []).compactMap { s.slots.observer($0)?.id })
+        Set(s.readers(of: key, before: .max).map(\.id))
     }
 
     // MARK: - Observers
@@ -248,6 +308,7 @@ public struct ObservationRegistry: Sendable {
         guard let observer = s.observers[id] else { return false }
         s.unindex(observer, releasing: false)
         s.observers[id]!.reads = [:]
+        s.observers[id]!.group = -1
         s.use(at: s.observers.index(forKey: id)!, now: now)
         s.inboxes[id] = Inbox(floor: s.lastSeq)
         return true
@@ -317,17 +378,27 @@ public struct ObservationRegistry: Sendable {
         if s.observers.values[position].reads.isEmpty {
             // A first read (its keys distinct, see `plan`): often the same
             // as the last one, whose table is then shared.
-            if let first = s.firstReads, first.added.elementsEqual(added, by: { $0.0 == $1.0 && $0.1 == $1.1 }) {
+            if var first = s.firstReads, first.added.elementsEqual(added, by: { $0.0 == $1.0 && $0.1 == $1.1 }),
+               added.allSatisfy({ $0.1 == added[0].1 })
+            {
+                // The second observer to read the same makes a group; the
+                // others join it.
+                if first.group < 0 {
+                    first.group = s.makeGroup(first.reads, seq: added[0].1)
+                    s.firstReads = first
+                }
                 s.observers.values[position].reads = first.reads
+                s.observers.values[position].group = first.group
+                s.groups[Int(first.group)]!.members.append(Member(slot: slot, epoch: epoch))
             } else {
                 var reads: [PropertyKey: Int64] = [:]
                 reads.reserveCapacity(added.count)
                 for (key, readAt) in added { reads[key] = readAt }
                 s.observers.values[position].reads = reads
-                s.firstReads = (added, reads)
-            }
-            for (key, readAt) in added {
-                s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
+                s.firstReads = (added, reads, -1)
+                for (key, readAt) in added {
+                    s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
+                }
             }
         } else {
             s.observers.values[position].reads.reserveCapacity(s.observers.values[position].reads.count + added.count)
@@ -560,10 +631,26 @@ struct Reader {
     var seq: Int64
 }
 
-/// The readers of one key, `dead` of which are stale.
+/// The readers of one key, `dead` of which are stale, and the groups
+/// whose members read it.
 struct Readers {
     var entries: [Reader] = []
     var dead = 0
+    var groups: [Int32] = []
+}
+
+/// Observers whose first read added the same `keys` at the same `seq`
+/// (`ObservationRegistry.State.groups`), `dead` of them stale.
+struct Group {
+    let keys: Set<PropertyKey>
+    let seq: Int64
+    var members: [Member] = []
+    var dead = 0
+}
+
+struct Member {
+    var slot: Int32
+    var epoch: UInt32
 }
 
 /// A small number for each observer, so the reverse index holds 16 bytes
@@ -598,10 +685,11 @@ struct Slots {
         entries[Int(slot)].epoch
     }
 
-    /// The observer `reader` names, nil when the entry is stale.
-    func observer(_ reader: Reader) -> ObserverKey? {
-        let entry = entries[Int(reader.slot)]
-        return entry.epoch == reader.epoch ? entry.observer : nil
+    /// The observer in `slot`, nil when `epoch` is no longer the slot's
+    /// (the entry naming them is stale).
+    func observer(_ slot: Int32, _ epoch: UInt32) -> ObserverKey? {
+        let entry = entries[Int(slot)]
+        return entry.epoch == epoch ? entry.observer : nil
     }
 }
 

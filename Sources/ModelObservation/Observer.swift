@@ -14,6 +14,9 @@ public struct ObserverSnapshot: Sendable, Equatable {
     /// Where the registry's reverse index finds it (`Slots`); not part of
     /// what it is.
     var slot: Int32 = -1
+    /// The registry's group of observers whose first read was the same
+    /// (`ObservationRegistry.Group`), -1 for none.
+    var group: Int32 = -1
 
     public init(id: String, reads: [PropertyKey: Int64] = [:], cursor: Int64, ttlSeconds: Int, lastUsed: Double) {
         self.id = id

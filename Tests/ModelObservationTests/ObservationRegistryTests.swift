@@ -65,6 +65,42 @@ final class Waiter: ChangeWaiter {}
         }
     }
 
+    /// Observers whose first read is the same are indexed as one group: a
+    /// change reaches the members that read before it and still do, and
+    /// a group whose members all went leaves nothing behind.
+    @Test func observersWithTheSameFirstReadAreReachedAsAGroup() {
+        var registry = ObservationRegistry(retain: 1000)
+        let x = PropertyKey("/x"), y = PropertyKey("/y")
+        _ = registry.publish((1...5).map { change($0, "/z") })
+        for i in 0..<100 {
+            registry.add(ObserverSnapshot(id: "g\(i)", cursor: 5, ttlSeconds: 60, lastUsed: 0))
+            _ = registry.track("g\(i)", keys: [x, y], at: 5, now: 0)
+        }
+        #expect(registry.readers(of: x, before: 5).isEmpty)
+        #expect(registry.readers(of: y, before: 6).count == 100)
+        for i in 0..<100 where i % 3 != 0 { _ = registry.remove("g\(i)") }
+        let left = Set((0..<100).filter { $0 % 3 == 0 }.map { "g\($0)" })
+        #expect(registry.readers(of: x) == left)
+        // One of them reads more: it stays in the group for what it read first.
+        _ = registry.track("g0", keys: [PropertyKey("/w")], at: 5, now: 0)
+        _ = registry.publish([change(6, "/x")])
+        for id in left {
+            guard case .changes(let changes, _) = registry.poll(id, since: 5, limit: 10, now: 0).poll else {
+                Issue.record("expected changes for \(id)")
+                continue
+            }
+            #expect(changes.map(\.path) == ["/x"], "\(id)")
+        }
+        for id in left { _ = registry.remove(id) }
+        #expect(registry.readers(of: x).isEmpty)
+        #expect(registry.readers(of: y).isEmpty)
+        // A new observer reading the same starts afresh.
+        registry.add(ObserverSnapshot(id: "n", cursor: 6, ttlSeconds: 60, lastUsed: 0))
+        _ = registry.track("n", keys: [x, y], at: 6, now: 0)
+        #expect(registry.readers(of: x) == ["n"])
+        #expect(registry.readers(of: x, before: 7) == ["n"])
+    }
+
     @Test func readAfterAChangeDoesNotReceiveIt() {
         var registry = ObservationRegistry(retain: 100)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
