@@ -1,7 +1,10 @@
+import Dispatch
 import Foundation
 import ModelObservation
 @testable import ModelStore
 import Models
+import Concurrency
+import SQLiteStore
 import Testing
 
 /// The file reads go to before the database: what it gives back after a
@@ -100,6 +103,35 @@ import Testing
         journal.close(removing: false)
         store = try GroupCommitTests.makeStore(folder: folder)
         #expect(store!.registry.withLock { $0.observer(observer.id)?.reads.keys.map(\.path).sorted() } == ["/truck/name", "/truck/orderCount"])
+        store!.close()
+    }
+
+    /// With `synchronous=full` the reads are committed to the database
+    /// before they count (those tracked together in one transaction), and
+    /// no journal is kept.
+    @Test func withSynchronousFullReadsAreCommittedAndNoJournalIsKept() throws {
+        let folder = GroupCommitTests.temporaryFolder()
+        var configuration = Store.Configuration(database: folder + "/observable.sqlite")
+        configuration.synchronous = .full
+        var store: Store? = try Store(configuration: configuration, catalog: SeedModels.catalog())
+        let ids = try (0..<20).map { _ in try store!.createObserver().id }
+        let keys = [PropertyKey("/truck/name"), PropertyKey("/truck/orderCount")]
+        let failures = Locked(0)
+        let tracking = store!
+        DispatchQueue.concurrentPerform(iterations: ids.count) { i in
+            do { try tracking.track(keys, by: ids[i], at: 0) } catch { failures.withLock { $0 += 1 } }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        #expect(!FileManager.default.fileExists(atPath: folder + "/observable.sqlite-reads-1"))
+        let rows = try store!.writer.withLock { storage in
+            try GroupCommitTests.database(storage).rows("SELECT COUNT(*), COUNT(DISTINCT shape_id) FROM observer_read_sets")
+        }
+        #expect(rows.first?.values == [.integer(20), .integer(1)])
+        store!.close()
+        store = try GroupCommitTests.makeStore(folder: folder)
+        for id in ids {
+            #expect(store!.registry.withLock { $0.observer(id)?.reads.keys.map(\.path).sorted() } == ["/truck/name", "/truck/orderCount"])
+        }
         store!.close()
     }
 }
