@@ -106,14 +106,22 @@ extension Store {
         }
     }
 
-    /// Stores what the idle file of the read journal holds, in transactions
-    /// of at most `chunk` reads, then empties it. Holding the writer lock.
-    func foldIdleReads(_ readJournal: ReadJournal, on storage: any ModelStorage, chunk: Int = .max) throws {
-        while true {
-            let reads = readJournal.nextIdle(limit: chunk)
-            if reads.isEmpty { break }
-            try storage.transaction { try storage.addReads(reads) }
-        }
+    /// Stores the next reads of the read journal's idle file, at most
+    /// `foldChunk`, in one transaction; returns false when none was left.
+    /// Holding the writer lock.
+    private func storeNextIdle(_ readJournal: ReadJournal, on storage: any ModelStorage) throws -> Bool {
+        let (reads, end) = readJournal.nextIdle(limit: Self.foldChunk)
+        guard !reads.isEmpty else { return false }
+        try storage.transaction { try storage.addReads(reads) }
+        // Only once they are stored: a fold that failed starts there again.
+        readJournal.folded(through: end)
+        return true
+    }
+
+    /// Stores what the idle file of the read journal holds, then empties
+    /// it. Holding the writer lock.
+    func foldIdleReads(_ readJournal: ReadJournal, on storage: any ModelStorage) throws {
+        while try storeNextIdle(readJournal, on: storage) {}
         try readJournal.resetIdle()
     }
 
@@ -130,27 +138,32 @@ extension Store {
     }
 
     /// Folds the read journal into the database when the active file is
-    /// large or `all` is asked: the idle file first, a few thousand reads a
-    /// transaction (the writer lock is let go between them), then the
-    /// active file after it becomes the idle one.
+    /// large or `all` is asked: what a fold cut short left in the idle file
+    /// first, then the active file once it is the idle one, a few thousand
+    /// reads a transaction (the writer lock is let go between them).
     func foldReads(all: Bool = false) {
         guard let readJournal else { return }
         do {
-            try exclusive { storage in try foldIdleReads(readJournal, on: storage, chunk: Self.foldChunk) }
-            let due = registry.withLock { _ in
-                all ? readJournal.activeSize > 0 : readJournal.activeSize >= ReadJournal.foldThreshold
+            try foldIdleInChunks(readJournal)
+            // Under the writer lock: `clearReads` swaps too.
+            let swapped = try exclusive { _ in
+                registry.withLock { _ in
+                    guard readJournal.idleIsEmpty,
+                          all ? readJournal.activeSize > 0 : readJournal.activeSize >= ReadJournal.foldThreshold
+                    else { return false }
+                    readJournal.swap()
+                    return true
+                }
             }
-            guard due else { return }
-            registry.withLock { _ in readJournal.swap() }
-            while try exclusive({ storage in
-                let reads = readJournal.nextIdle(limit: Self.foldChunk)
-                if !reads.isEmpty { try storage.transaction { try storage.addReads(reads) } }
-                return !reads.isEmpty
-            }) {}
-            try exclusive { _ in try readJournal.resetIdle() }
+            if swapped { try foldIdleInChunks(readJournal) }
         } catch {
             logger.error("folding the read journal failed: \(error)")
         }
+    }
+
+    private func foldIdleInChunks(_ readJournal: ReadJournal) throws {
+        while try exclusive({ storage in try storeNextIdle(readJournal, on: storage) }) {}
+        try exclusive { _ in try readJournal.resetIdle() }
     }
 
     static let foldChunk = 4096

@@ -81,9 +81,17 @@ final class ReadJournal: @unchecked Sendable {
         foldAsked = false
     }
 
-    /// The next at most `limit` records of the idle file not folded yet.
-    func nextIdle(limit: Int) -> [JournaledRead] {
-        files[1 - activeIndex].records(from: &folded, limit: limit)
+    /// The next at most `limit` records of the idle file not folded yet,
+    /// and where they end (for `folded(through:)` once they are stored).
+    func nextIdle(limit: Int) -> (reads: [JournaledRead], end: Int) {
+        var end = folded
+        let reads = files[1 - activeIndex].records(from: &end, limit: limit)
+        return (reads, end)
+    }
+
+    /// Marks the idle file's records up to `end` as stored.
+    func folded(through end: Int) {
+        folded = end
     }
 
     /// Empties the idle file once every record of it is folded.
