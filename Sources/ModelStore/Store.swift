@@ -77,7 +77,15 @@ public final class Store: Sendable {
         switch try Engine(configuration.database) {
         case .sqlite(let path):
             storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
-            journal = try ReadJournal(path: path + "-reads")
+            do {
+                journal = try ReadJournal(path: path + "-reads")
+            } catch let error as ReadJournal.InUse {
+                storage.close()
+                throw ModelError(.unavailable, error.description)
+            } catch {
+                // Reads are then committed to the database, as with `synchronous=full`.
+                logger.warning("no read journal: \(error)")
+            }
         case .postgres(let url):
             storage = try PostgresStorage(url: url, logger: logger)
         }

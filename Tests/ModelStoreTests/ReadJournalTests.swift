@@ -79,10 +79,20 @@ import Testing
     @Test func aSecondServerOnTheSameDatabaseIsRefused() throws {
         let path = GroupCommitTests.temporaryFolder() + "/db-reads"
         let journal = try ReadJournal(path: path)
-        #expect(throws: ModelError.self) { try ReadJournal(path: path) }
+        #expect(throws: ReadJournal.InUse.self) { try ReadJournal(path: path) }
         journal.close(removing: true)
         #expect(!FileManager.default.fileExists(atPath: path + "-1"))
         _ = try ReadJournal(path: path)
+    }
+
+    @Test func aSecondStoreOnTheSameDatabaseIsRefusedAndTheFirstGoesOn() throws {
+        let folder = GroupCommitTests.temporaryFolder()
+        let store = try GroupCommitTests.makeStore(folder: folder)
+        let observer = try store.createObserver()
+        #expect(throws: ModelError.self) { try GroupCommitTests.makeStore(folder: folder) }
+        try store.track([PropertyKey("/truck/name")], by: observer.id, at: 0)
+        #expect(store.registry.withLock { $0.observer(observer.id)?.reads.count } == 1)
+        store.close()
     }
 
     /// A store tracks first reads into the journal, folds them into the

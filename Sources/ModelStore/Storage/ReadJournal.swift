@@ -111,6 +111,12 @@ final class ReadJournal: @unchecked Sendable {
         folded = File.headerSize
     }
 
+    /// Another server holds the journal's lock: it has the database open.
+    struct InUse: Error, CustomStringConvertible {
+        let path: String
+        var description: String { "\(path) is locked: another server has this database open" }
+    }
+
     private final class File {
         let path: String
         let descriptor: Int32
@@ -133,7 +139,7 @@ final class ReadJournal: @unchecked Sendable {
             guard descriptor >= 0 else { throw Self.error("cannot open \(path)") }
             if locking && flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
                 Glibc.close(descriptor)
-                throw ModelError(.unavailable, "\(path) is locked: another server has this database open")
+                throw InUse(path: path)
             }
             var status = stat()
             guard fstat(descriptor, &status) == 0 else { throw Self.error("cannot read \(path)") }
