@@ -372,6 +372,33 @@ public struct ObservationRegistry: Sendable {
         let id = ObserverKey(id)
         // Expired in between: its stored reads go with it.
         guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
+        return apply(at: position, id, added, replayed: replayed)
+    }
+
+    /// Plans a read of `keys` by observer `id`, calls `store` with the
+    /// reads it adds (when it adds any), then applies them: `planTrack`,
+    /// storing and `applyTrack` in one, the observer looked up once, for a
+    /// caller that stores under this registry's lock. When `store` throws,
+    /// nothing was added.
+    public mutating func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double,
+                               storing store: ([(PropertyKey, Int64)]) throws -> Void) rethrows -> TrackResult
+    {
+        let id = ObserverKey(id)
+        guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
+        switch Self.plan(at: position, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s) {
+        case .refused(let result):
+            return result
+        case .reads(let added, let replayed):
+            guard !added.isEmpty else { return .tracked(added: [], wake: nil) }
+            try store(added)
+            return apply(at: position, id, added, replayed: replayed)
+        }
+    }
+
+    /// `applyTrack` for the observer at `position`.
+    private mutating func apply(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, _ id: ObserverKey,
+                                _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult
+    {
         // Changed in place, the observer looked up once.
         let slot = s.observers.values[position].slot
         let epoch = s.slots.epoch(of: slot)
@@ -425,10 +452,17 @@ public struct ObservationRegistry: Sendable {
     private static func plan(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, limit: Int,
                              in s: inout State) -> TrackPlan
     {
-        let id = ObserverKey(id)
-        guard let position = s.observers.index(forKey: id) else { return .refused(.unknownObserver) }
+        guard let position = s.observers.index(forKey: ObserverKey(id)) else { return .refused(.unknownObserver) }
+        return plan(at: position, keys: keys, at: seq, now: now, limit: limit, in: &s)
+    }
+
+    private static func plan(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, keys: [PropertyKey], at seq: Int64,
+                             now: Double, limit: Int, in s: inout State) -> TrackPlan
+    {
         s.use(at: position, now: now)
         let reads = s.observers.values[position].reads
+        // A read again (most reads) adds nothing: found without allocating.
+        if !reads.isEmpty && keys.allSatisfy({ reads[$0] != nil }) { return .reads([], replayed: false) }
         var added: [(PropertyKey, Int64)] = []
         added.reserveCapacity(keys.count)
         if reads.isEmpty, let first = s.firstReads, first.added.count == keys.count,

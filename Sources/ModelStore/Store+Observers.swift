@@ -72,11 +72,11 @@ extension Store {
                             wait: () -> Bool, then completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
         -> Result<Void, any Error>?
     {
-        if registry.withLock({ $0.touch(id, now: now, hasRead: keys) }) { return .success(()) }
         if let readJournal, let result = journal(keys, by: id, at: seq, now: now, in: readJournal) {
             if case .tracked(_, let waiter?) = result, let wake = wakeHandler { wake([(id, waiter)]) }
             return PendingTrack.outcome(of: result, observer: id)
         }
+        if registry.withLock({ $0.touch(id, now: now, hasRead: keys) }) { return .success(()) }
         let track = PendingTrack(observer: id, keys: keys, seq: seq, now: now, completion: completion)
         return commitOrQueue(track, wait: wait) ? track.outcome : nil
     }
@@ -90,18 +90,14 @@ extension Store {
                          in readJournal: ReadJournal) -> ObservationRegistry.TrackResult?
     {
         registry.withLock { registry in
-            switch registry.planTrack(id, keys: keys, at: seq, now: now) {
-            case .refused(let result):
-                return result
-            case .reads(let added, let replayed):
-                do {
+            do {
+                return try registry.track(id, keys: keys, at: seq, now: now) { added in
                     try readJournal.append(ObserverReads.runs(of: id, added))
                     if readJournal.askFold() { folder.withLock { $0 }?.wake() }
-                } catch {
-                    logger.error("the read journal failed, reads go to the database: \(error)")
-                    return nil
                 }
-                return registry.applyTrack(id, added, replayed: replayed)
+            } catch {
+                logger.error("the read journal failed, reads go to the database: \(error)")
+                return nil
             }
         }
     }
