@@ -366,9 +366,11 @@ public final class Store: Sendable {
     private func append(_ change: Change, to storage: any ModelStorage) throws -> Set<String>? {
         try storage.append(change)
         // Whoever reads a collection has read the elements it is told about.
-        // Reads are tracked under this same lock (`track`), so the readers
-        // the registry names now are those `publish` reaches; one that has
-        // just been deleted is skipped by the storage (see `addReads`).
+        // Without the read journal, reads are tracked under this same lock
+        // (`store(_:on:woken:)`), so the readers the registry names now are
+        // those `publish` reaches; with it, `publish` journals the reads of
+        // a reader that came in between. One that has just been deleted is
+        // skipped by the storage (see `addReads`).
         guard !change.impliedReads.isEmpty else { return nil }
         let receivers = registry.withLock { registry in
             change.keys.reduce(into: Set<String>()) { $0.formUnion(registry.readers(of: $1, before: change.seq)) }

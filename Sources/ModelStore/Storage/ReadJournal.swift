@@ -45,6 +45,8 @@ final class ReadJournal: @unchecked Sendable {
     }
 
     var activeSize: Int { files[activeIndex].end }
+    var idleIsEmpty: Bool { files[1 - activeIndex].end == 0 }
+
     /// Whether the active file passed the threshold since it became active
     /// (so that the folding thread is woken once for it).
     private(set) var foldAsked = false
@@ -56,7 +58,6 @@ final class ReadJournal: @unchecked Sendable {
         foldAsked = true
         return true
     }
-    var idleIsEmpty: Bool { files[1 - activeIndex].end == 0 }
 
     /// Every record of both files: what a crash left behind.
     func recovered() -> [JournaledRead] {
@@ -100,7 +101,8 @@ final class ReadJournal: @unchecked Sendable {
         folded = File.headerSize
     }
 
-    /// Empties both files (every record folded) and removes them.
+    /// Closes both files, and removes them with `removing` (when every
+    /// record in them is stored).
     func close(removing: Bool) {
         for file in files { file.close(removing: removing) }
     }
