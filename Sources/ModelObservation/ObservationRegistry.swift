@@ -79,10 +79,10 @@ public struct ObservationRegistry: Sendable {
         /// Counts the observer's entries as stale; with `releasing`, its
         /// slot is given up, else it keeps it with its reads forgotten.
         mutating func unindex(_ observer: ObserverSnapshot, releasing: Bool) {
-            let grouped = observer.group >= 0 ? groups[Int(observer.group)]?.keys : nil
+            let grouped = observer.group >= 0 ? groups[Int(observer.group)]?.reads : nil
             for key in observer.reads.keys {
                 // A key of its group has no entry of its own.
-                if let grouped, grouped.contains(key) { continue }
+                if let grouped, grouped[key] != nil { continue }
                 guard let position = index.index(forKey: key) else { continue }
                 index.values[position].dead += 1
                 let readers = index.values[position]
@@ -110,7 +110,7 @@ public struct ObservationRegistry: Sendable {
             guard var group = groups[Int(number)] else { return }
             group.dead += 1
             if group.dead == group.members.count {
-                for key in group.keys {
+                for key in group.reads.keys {
                     guard let position = index.index(forKey: key) else { continue }
                     index.values[position].groups.removeAll { $0 == number }
                     let readers = index.values[position]
@@ -133,7 +133,7 @@ public struct ObservationRegistry: Sendable {
         /// Makes a group of the observers whose first read added the keys
         /// of `reads` at `seq`; returns its number.
         mutating func makeGroup(_ reads: [PropertyKey: Int64], seq: Int64) -> Int32 {
-            let group = Group(keys: Set(reads.keys), seq: seq)
+            let group = Group(reads: reads, seq: seq)
             let number: Int32
             if let free = freeGroups.popLast() {
                 number = free
@@ -146,12 +146,11 @@ public struct ObservationRegistry: Sendable {
             return number
         }
 
-        /// The reads of the last observer whose first read was tracked, and
-        /// what that read added: the next observer reading the same at the
-        /// same `seq` shares them (a copy-on-write table, copied only when
-        /// one of them reads more).
-        /// With the group they make, once a second observer read the same
-        /// (-1 until then).
+        /// The reads of the last observer whose first read was tracked, what
+        /// that read added, and the group of the observers that read the
+        /// same (-1 until a second one did): the next observer reading the
+        /// same at the same `seq` shares the table (copy-on-write, copied
+        /// only when one of them reads more) and joins the group.
         var firstReads: (added: [(PropertyKey, Int64)], reads: [PropertyKey: Int64], group: Int32)?
         /// Observers whose first read added the same keys at the same
         /// `seq`: indexed once for all, each member 8 bytes, where each
@@ -673,10 +672,11 @@ struct Readers {
     var groups: [Int32] = []
 }
 
-/// Observers whose first read added the same `keys` at the same `seq`
-/// (`ObservationRegistry.State.groups`), `dead` of them stale.
+/// Observers whose first read added the same keys at the same `seq`
+/// (`ObservationRegistry.State.groups`), `dead` of them stale. `reads` is
+/// the table its members share.
 struct Group {
-    let keys: Set<PropertyKey>
+    let reads: [PropertyKey: Int64]
     let seq: Int64
     var members: [Member] = []
     var dead = 0

@@ -319,7 +319,9 @@ public final class Store: Sendable {
                     let first = seqBefore + 1
                     for (offset, change) in transaction.pending.enumerated() {
                         let change = change.committed(seq: first + Int64(offset), transaction: first)
-                        if let receivers = try append(change, to: storage) { storedImplied[change.seq] = receivers }
+                        let receivers = try append(change, to: storage)
+                        // Only the read journal asks (at publish, below).
+                        if readJournal != nil, let receivers { storedImplied[change.seq] = receivers }
                         committed.append(change)
                     }
                     state = transaction.state
