@@ -159,4 +159,35 @@ final class EchoResponder: HTTPResponder {
         let daemon = HTTPDaemon(configuration: configuration, responder: EchoResponder())
         #expect(throws: HTTPDaemon.StartError.self) { try daemon.start() }
     }
+
+    /// The tests' client closes the socket of a refused connection once:
+    /// closed twice, the second close may take a descriptor another thread
+    /// opened in between, such as a connection of a daemon in this process.
+    @Test func aRefusedTestConnectionClosesItsSocketOnce() throws {
+        // A port bound and not listening refuses connections.
+        let bound = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(bound) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try #require(withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(bound, $0, length) == 0 && getsockname(bound, $0, &length) == 0 }
+        })
+        let port = UInt16(bigEndian: address.sin_port)
+        let done = Locked(false)
+        let closedUnderneath = Locked(0)
+        let other = Thread {
+            while !done.withLock({ $0 }) {
+                let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+                if descriptor >= 0, close(descriptor) != 0 { closedUnderneath.withLock { $0 += 1 } }
+            }
+        }
+        other.start()
+        for _ in 0..<5_000 {
+            #expect(throws: TestHTTPError.self) { try RawConnection(port: port) }
+        }
+        done.withLock { $0 = true }
+        #expect(closedUnderneath.withLock { $0 } == 0)
+    }
 }

@@ -85,6 +85,31 @@ import Testing
         _ = try ReadJournal(path: path)
     }
 
+    /// A refused open closes its descriptor once: closed twice, the second
+    /// close may take another thread's descriptor that got the same number
+    /// in between (in a server, a connection's socket). Another thread opens
+    /// and closes a file meanwhile, and its close must never find the file
+    /// already closed.
+    @Test func aRefusedOpenClosesItsDescriptorOnce() throws {
+        let path = GroupCommitTests.temporaryFolder() + "/db-reads"
+        let journal = try ReadJournal(path: path)
+        defer { journal.close(removing: true) }
+        let done = Locked(false)
+        let closedUnderneath = Locked(0)
+        let other = Thread {
+            while !done.withLock({ $0 }) {
+                let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+                if descriptor >= 0, close(descriptor) != 0 { closedUnderneath.withLock { $0 += 1 } }
+            }
+        }
+        other.start()
+        for _ in 0..<20_000 {
+            #expect(throws: ReadJournal.InUse.self) { try ReadJournal(path: path) }
+        }
+        done.withLock { $0 = true }
+        #expect(closedUnderneath.withLock { $0 } == 0)
+    }
+
     @Test func aSecondStoreOnTheSameDatabaseIsRefusedAndTheFirstGoesOn() throws {
         let folder = GroupCommitTests.temporaryFolder()
         let store = try GroupCommitTests.makeStore(folder: folder)

@@ -137,12 +137,13 @@ final class ReadJournal: @unchecked Sendable {
 
         init(path: String, locking: Bool) throws {
             self.path = path
+            // The descriptor is closed by `deinit` alone, which also runs
+            // when this throws after it is set: closed here too, it would be
+            // closed twice, the second time perhaps another thread's new
+            // descriptor (a connection's socket).
             descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else { throw Self.error("cannot open \(path)") }
-            if locking && flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-                Glibc.close(descriptor)
-                throw InUse(path: path)
-            }
+            if locking && flock(descriptor, LOCK_EX | LOCK_NB) != 0 { throw InUse(path: path) }
             var status = stat()
             guard fstat(descriptor, &status) == 0 else { throw Self.error("cannot read \(path)") }
             try map(capacity: max(Int(status.st_size), ReadJournal.initialCapacity))
