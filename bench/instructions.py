@@ -28,7 +28,9 @@ def scenarios(observer):
     return [
         ("GET /truck/orderCount", "GET", "/truck/orderCount", None, {}),
         ("GET /grid", "GET", "/grid", None, {}),
+        ("GET /truck", "GET", "/truck", None, {}),
         ("GET /truck + Observer", "GET", "/truck", None, {"Observer": observer}),
+        ("GET /truck, new observers", "GET", "/truck", None, {"Observer": "NEW"}),
         ("POST /truck/orders", "POST", "/truck/orders", order, {"Content-Type": "application/json"}),
         ("POST orders, /truck observed", "POST", "/truck/orders", order, {"Content-Type": "application/json", "Reader": observer}),
         ("PATCH /truck/donuts/{id}", "PATCH", "/truck/donuts/" + GLAZED, None, {"Content-Type": "application/json"}),
@@ -42,6 +44,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--port", type=int, default=18490)
     parser.add_argument("--only", default="", help="run only the scenarios whose name contains this")
+    parser.add_argument("--keep", default="", help="a folder to copy each scenario's callgrind output to (for callgrind_annotate)")
     parser.add_argument("--server-args", default="", help="extra arguments for the server (e.g. --synchronous full)")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="observable-instructions-")
@@ -72,6 +75,12 @@ def main():
                 connection.request("POST", "/observers", body="{}")
                 observer = json.loads(connection.getresponse().read())["id"]
                 send_headers = {k: (observer if v == "OBSERVER" else v) for k, v in headers.items() if k != "Reader"}
+                # "NEW": each request reads as an observer that has read nothing yet.
+                fresh = []
+                if headers.get("Observer") == "NEW":
+                    for _ in range(args.warmup + args.requests):
+                        connection.request("POST", "/observers", body="{}")
+                        fresh.append(json.loads(connection.getresponse().read())["id"])
                 if "Reader" in headers:
                     # An observer that read /truck: every new order is a change it receives.
                     connection.request("GET", "/truck", headers={"Observer": observer})
@@ -81,6 +90,8 @@ def main():
                     payload = body
                     if method == "PATCH":
                         payload = json.dumps({"name": f"Glazed {i % 2}"})
+                    if fresh:
+                        send_headers["Observer"] = fresh.pop()
                     connection.request(method, path, body=payload, headers=send_headers)
                     response = connection.getresponse()
                     response.read()
@@ -105,6 +116,10 @@ def main():
                             total = max(total, int(match.group(2)))
                             break
             results[name] = total / args.requests
+            if args.keep:
+                os.makedirs(args.keep, exist_ok=True)
+                for dump in glob.glob(out + "*"):
+                    shutil.copy(dump, os.path.join(args.keep, name.replace("/", "_").replace(" ", "_") + os.path.basename(dump)[len("callgrind.out"):]))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     for name, per_request in results.items():

@@ -37,12 +37,54 @@ import Testing
         journal = nil
         // The second record's last byte changed: it and what follows are gone.
         let file = try FileHandle(forUpdating: URL(fileURLWithPath: path + "-1"))
-        let first = 8 + 8 + (8 + 2 + 1 + "/truck/name".utf8.count)
-        let secondEnd = first + 8 + (8 + 2 + 1 + "/truck/orderCount".utf8.count)
+        let first = 8 + 8 + (8 + 2 + 4 + 1 + "/truck/name".utf8.count)
+        let secondEnd = first + 8 + (8 + 2 + 4 + 1 + "/truck/orderCount".utf8.count)
         try file.seek(toOffset: UInt64(secondEnd - 1))
         try file.write(contentsOf: Data("X".utf8))
         try file.close()
         #expect(Self.summary(try ReadJournal(path: path).recovered()) == ["a@1:/truck/name"])
+    }
+
+    @Test func aReadOfTheKeysBeforeItNamesTheirSetAndIsRecoveredWithThem() throws {
+        let path = GroupCommitTests.temporaryFolder() + "/db-reads"
+        var journal: ReadJournal? = try ReadJournal(path: path)
+        let truck = ["/truck/name", "/truck/orderCount"]
+        try journal!.append([Self.read("a", 1, truck)])
+        let written = journal!.activeSize
+        try journal!.append([Self.read("b", 1, truck)])
+        // Its seq, the id's length, the set's number and the id: no keys.
+        #expect(journal!.activeSize - written == 8 + 8 + 2 + 4 + 1)
+        try journal!.append([Self.read("c", 2, ["/x"]), Self.read("d", 3, truck), Self.read("e", 3, truck)])
+        journal = nil
+        var again: ReadJournal? = try ReadJournal(path: path)
+        #expect(Self.summary(again!.recovered()) == [
+            "a@1:/truck/name\n/truck/orderCount", "b@1:/truck/name\n/truck/orderCount", "c@2:/x",
+            "d@3:/truck/name\n/truck/orderCount", "e@3:/truck/name\n/truck/orderCount",
+        ])
+        // An emptied file names no set it held: the keys are written again.
+        try again!.resetAll()
+        try again!.append([Self.read("f", 4, truck), Self.read("g", 4, truck)])
+        try again!.resetAll()
+        try again!.append([Self.read("h", 5, truck)])
+        again = nil
+        #expect(Self.summary(try ReadJournal(path: path).recovered()) == ["h@5:/truck/name\n/truck/orderCount"])
+    }
+
+    @Test func aFileOfTheEarlierFormatIsReadAsItWasWritten() throws {
+        let path = GroupCommitTests.temporaryFolder() + "/db-reads"
+        // Generation 1, then one record: seq, the id's length, the id, the keys.
+        var payload: [UInt8] = []
+        withUnsafeBytes(of: Int64(7).littleEndian) { payload += $0 }
+        withUnsafeBytes(of: UInt16(1).littleEndian) { payload += $0 }
+        payload += Array("a/truck/name\n/truck/orderCount".utf8)
+        let checksum = payload.withUnsafeBytes { ReadJournal.checksum($0, seed: 1) }
+        var file: [UInt8] = []
+        withUnsafeBytes(of: UInt64(1).littleEndian) { file += $0 }
+        withUnsafeBytes(of: UInt32(payload.count).littleEndian) { file += $0 }
+        withUnsafeBytes(of: checksum.littleEndian) { file += $0 }
+        file += payload
+        try Data(file).write(to: URL(fileURLWithPath: path + "-1"))
+        #expect(Self.summary(try ReadJournal(path: path).recovered()) == ["a@7:/truck/name\n/truck/orderCount"])
     }
 
     @Test func anEmptiedFileGivesNothingBackAndTakesReadsAgain() throws {
@@ -176,3 +218,4 @@ import Testing
         store!.close()
     }
 }
+

@@ -16,12 +16,19 @@ import ModelObservation
 /// other one active, copies the now idle one into the database and empties
 /// it. A file starts with its generation (8 bytes); each record is
 /// `length` (4 bytes), a checksum of the payload and the generation (4
-/// bytes), then the payload: the read's `seq` (8 bytes), the observer's id
-/// (2 bytes of length, then UTF-8) and its keys joined by newlines. The
+/// bytes), then the payload: the read's `seq` (8 bytes), the length of the
+/// observer's id (2 bytes), the number of its set of keys in this file (4
+/// bytes), the id (UTF-8), and the keys joined by newlines, only where the
+/// set first appears in the file: most reads are of the same keys as the
+/// read before them (every new observer reading `/truck`), and their
+/// records name the set instead (some 60 bytes rather than 360). The
 /// length is written last, so a record cut short by a crash, or garbage,
 /// ends the file. Emptying a file moves its generation on, which ends it
 /// at its first record: its pages are written again, not given back and
 /// faulted in anew.
+///
+/// Files of an earlier release held no set numbers; their records, told
+/// apart by their checksum's seed, are read as they were written.
 ///
 /// `append` and `swap` are called under the registry's lock; the idle
 /// file is read and emptied under the store's writer lock.
@@ -119,6 +126,25 @@ final class ReadJournal: @unchecked Sendable {
         var description: String { "\(path) is locked: another server has this database open" }
     }
 
+    /// A multiply-and-rotate hash of `bytes`, eight at a time, seeded
+    /// with the file's generation: a record of an earlier one fails it.
+    static func checksum(_ bytes: UnsafeRawBufferPointer, seed: UInt64) -> UInt32 {
+        let prime: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var hash = (seed &+ UInt64(bytes.count)) &* prime
+        var at = 0
+        while at + 8 <= bytes.count {
+            hash = ((hash ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))) &* prime)
+            hash = (hash << 31) | (hash >> 33)
+            at += 8
+        }
+        while at < bytes.count {
+            hash = (hash ^ UInt64(bytes[at])) &* prime
+            at += 1
+        }
+        hash ^= hash >> 29
+        return UInt32(truncatingIfNeeded: hash ^ (hash >> 32))
+    }
+
     private final class File {
         let path: String
         let descriptor: Int32
@@ -129,6 +155,17 @@ final class ReadJournal: @unchecked Sendable {
         /// Where the next record goes; only known after a reset (recovery
         /// reads the records, then resets).
         private var next = headerSize
+        /// The last set of keys appended and its number, and how many sets
+        /// the file holds: a read of the same keys names the set.
+        private var lastKeys: [PropertyKey] = []
+        private var lastShape: UInt32 = 0
+        private var shapeCount: UInt32 = 0
+        /// The sets of keys met while reading the file, by number, their
+        /// paths joined (reads of one set share the string).
+        private var shapesRead: [UInt32: String] = [:]
+        /// Records of this format are checksummed with the generation plus
+        /// this; those of the format before, with the generation alone.
+        static let formatSeed: UInt64 = 2 << 56
         /// Bytes of records.
         var end: Int { next - Self.headerSize }
         private var generation: UInt64 {
@@ -175,9 +212,13 @@ final class ReadJournal: @unchecked Sendable {
         func append(_ read: ObserverReads) throws {
             let end = next
             let id = read.observer.utf8
-            var payload = 8 + 2 + id.count
-            for key in read.keys { payload += key.path.utf8.count + 1 }
-            payload -= 1
+            // The same keys as the record before: named, not written.
+            let sameKeys = shapeCount > 0 && read.keys == lastKeys
+            var payload = 8 + 2 + 4 + id.count
+            if !sameKeys {
+                for key in read.keys { payload += key.path.utf8.count + 1 }
+                payload -= 1
+            }
             guard id.count <= Int(UInt16.max), payload <= Int(UInt32.max) else {
                 throw ModelError.unprocessable("a read too large to store")
             }
@@ -188,25 +229,35 @@ final class ReadJournal: @unchecked Sendable {
                 try map(capacity: grown)
             }
             guard let base else { throw ModelError(.unavailable, "the read journal is closed") }
+            let shape = sameKeys ? lastShape : shapeCount
             let record = base + end
             var at = 8
             record.storeBytes(of: read.seq.littleEndian, toByteOffset: at, as: Int64.self)
             at += 8
             record.storeBytes(of: UInt16(id.count).littleEndian, toByteOffset: at, as: UInt16.self)
             at += 2
+            record.storeBytes(of: shape.littleEndian, toByteOffset: at, as: UInt32.self)
+            at += 4
             at = Self.copy(id, to: record + at) - record
-            for (offset, key) in read.keys.enumerated() {
-                if offset > 0 {
-                    record.storeBytes(of: UInt8(ascii: "\n"), toByteOffset: at, as: UInt8.self)
-                    at += 1
+            if !sameKeys {
+                for (offset, key) in read.keys.enumerated() {
+                    if offset > 0 {
+                        record.storeBytes(of: UInt8(ascii: "\n"), toByteOffset: at, as: UInt8.self)
+                        at += 1
+                    }
+                    at = Self.copy(key.path.utf8, to: record + at) - record
                 }
-                at = Self.copy(key.path.utf8, to: record + at) - record
             }
-            let checksum = Self.checksum(UnsafeRawBufferPointer(start: record + 8, count: payload), seed: generation)
+            let checksum = ReadJournal.checksum(UnsafeRawBufferPointer(start: record + 8, count: payload), seed: generation &+ Self.formatSeed)
             record.storeBytes(of: checksum.littleEndian, toByteOffset: 4, as: UInt32.self)
             // Last: until it is written, the record is not there.
             record.storeBytes(of: UInt32(payload).littleEndian, toByteOffset: 0, as: UInt32.self)
             next += size
+            if !sameKeys {
+                lastKeys = read.keys
+                lastShape = shapeCount
+                shapeCount += 1
+            }
         }
 
         private static func copy(_ text: String.UTF8View, to destination: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
@@ -215,31 +266,13 @@ final class ReadJournal: @unchecked Sendable {
                 return bytes.count
             }
             if let copied { return destination + copied }
-            var at = destination
-            for byte in text {
-                at.storeBytes(of: byte, as: UInt8.self)
-                at += 1
+            // A small string (up to 15 bytes) is kept inside its value:
+            // copied from a copy of it that is contiguous.
+            var text = String(text)
+            return text.withUTF8 { bytes in
+                destination.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                return destination + bytes.count
             }
-            return at
-        }
-
-        /// A multiply-and-rotate hash of `bytes`, eight at a time, seeded
-        /// with the file's generation: a record of an earlier one fails it.
-        static func checksum(_ bytes: UnsafeRawBufferPointer, seed: UInt64) -> UInt32 {
-            let prime: UInt64 = 0x9E37_79B9_7F4A_7C15
-            var hash = (seed &+ UInt64(bytes.count)) &* prime
-            var at = 0
-            while at + 8 <= bytes.count {
-                hash = ((hash ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))) &* prime)
-                hash = (hash << 31) | (hash >> 33)
-                at += 8
-            }
-            while at < bytes.count {
-                hash = (hash ^ UInt64(bytes[at])) &* prime
-                at += 1
-            }
-            hash ^= hash >> 29
-            return UInt32(truncatingIfNeeded: hash ^ (hash >> 32))
         }
 
         /// Up to `limit` whole records from `position`, which moves past them.
@@ -252,17 +285,50 @@ final class ReadJournal: @unchecked Sendable {
                 let payload = Int(UInt32(littleEndian: record.loadUnaligned(as: UInt32.self)))
                 guard payload >= 10, position + 8 + payload <= capacity else { break }
                 let bytes = UnsafeRawBufferPointer(start: record + 8, count: payload)
-                guard UInt32(littleEndian: record.loadUnaligned(fromByteOffset: 4, as: UInt32.self)) == Self.checksum(bytes, seed: generation)
-                else { break }
-                let seq = Int64(littleEndian: bytes.loadUnaligned(as: Int64.self))
-                let idCount = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt16.self)))
-                guard 10 + idCount <= payload else { break }
-                let id = String(decoding: bytes[10..<(10 + idCount)], as: UTF8.self)
-                let paths = String(decoding: bytes[(10 + idCount)...], as: UTF8.self)
-                found.append(JournaledRead(observer: id, seq: seq, paths: paths))
+                let checksum = UInt32(littleEndian: record.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+                let read: JournaledRead?
+                if checksum == ReadJournal.checksum(bytes, seed: generation &+ Self.formatSeed) {
+                    read = self.read(bytes)
+                } else if checksum == ReadJournal.checksum(bytes, seed: generation) {
+                    read = Self.readEarlierFormat(bytes)
+                } else {
+                    read = nil
+                }
+                guard let read else { break }
+                found.append(read)
                 position += 8 + payload
             }
             return found
+        }
+
+        /// A record's payload: its keys written out (the first of its set
+        /// in the file) or the number of a set met before.
+        private func read(_ bytes: UnsafeRawBufferPointer) -> JournaledRead? {
+            guard bytes.count >= 14 else { return nil }
+            let seq = Int64(littleEndian: bytes.loadUnaligned(as: Int64.self))
+            let idCount = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt16.self)))
+            let shape = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 10, as: UInt32.self))
+            guard 14 + idCount <= bytes.count else { return nil }
+            let id = String(decoding: bytes[14..<(14 + idCount)], as: UTF8.self)
+            let paths: String
+            if 14 + idCount < bytes.count {
+                paths = String(decoding: bytes[(14 + idCount)...], as: UTF8.self)
+                shapesRead[shape] = paths
+            } else {
+                guard let known = shapesRead[shape] else { return nil }
+                paths = known
+            }
+            return JournaledRead(observer: id, seq: seq, paths: paths)
+        }
+
+        /// A record of the earlier format: `seq`, the id, then the keys.
+        private static func readEarlierFormat(_ bytes: UnsafeRawBufferPointer) -> JournaledRead? {
+            let seq = Int64(littleEndian: bytes.loadUnaligned(as: Int64.self))
+            let idCount = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt16.self)))
+            guard 10 + idCount <= bytes.count else { return nil }
+            let id = String(decoding: bytes[10..<(10 + idCount)], as: UTF8.self)
+            let paths = String(decoding: bytes[(10 + idCount)...], as: UTF8.self)
+            return JournaledRead(observer: id, seq: seq, paths: paths)
         }
 
         /// Empties the file: its generation moves on, so the records in it
@@ -271,6 +337,9 @@ final class ReadJournal: @unchecked Sendable {
             guard let base else { throw ModelError(.unavailable, "the read journal is closed") }
             base.storeBytes(of: (generation &+ 1).littleEndian, as: UInt64.self)
             next = Self.headerSize
+            lastKeys = []
+            shapeCount = 0
+            shapesRead = [:]
         }
 
         func close(removing: Bool) {
