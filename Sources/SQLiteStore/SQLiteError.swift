@@ -13,8 +13,4 @@ public struct SQLiteError: Error, CustomStringConvertible {
 
     /// True for SQLITE_BUSY and SQLITE_LOCKED: another connection holds the lock.
     public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
-
-    /// True for SQLITE_CONSTRAINT_FOREIGNKEY: a row names a parent that is
-    /// not there (the statement was undone, the transaction goes on).
-    public var isForeignKeyViolation: Bool { code == SQLITE_CONSTRAINT | (3 << 8) }
 }

@@ -114,24 +114,32 @@ import TestSupport
         try store.writer.withLock { try Self.database($0).rows("SELECT COUNT(*) FROM orders").first?[0].int64 ?? -1 }
     }
 
-    /// Reads are stored a row a read; reads of an observer that is gone
-    /// from the database are skipped, the others in the same group stored.
-    @Test func readsOfAnObserverNoLongerStoredAreSkipped() throws {
-        let store = try Self.makeStore(folder: Self.temporaryFolder())
-        defer { store.close() }
-        let id = try store.createObserver(ttlSeconds: 600).id
+    /// Reads are stored a row a read, each once. Reads of an observer that
+    /// is gone from the database do not stop the others in the same group,
+    /// and the next start deletes them.
+    @Test func readsOfAnObserverNoLongerStoredAreDeletedAtTheNextStart() throws {
+        let folder = Self.temporaryFolder()
+        var store: Store? = try Self.makeStore(folder: folder)
+        let id = try store!.createObserver(ttlSeconds: 600).id
         let keys = [PropertyKey("/truck/name"), PropertyKey("/truck/orderCount")]
-        try store.writer.withLock { storage in
+        let read = ObserverReads(observer: id, seq: 1, keys: keys)
+        try store!.writer.withLock { storage in
             try storage.begin()
-            try storage.addReads([ObserverReads(observer: "gone", seq: 1, keys: keys),
-                                  ObserverReads(observer: id, seq: 1, keys: keys),
-                                  ObserverReads(observer: "gone too", seq: 2, keys: keys)])
+            try storage.addReads([ObserverReads(observer: "gone", seq: 1, keys: keys), read,
+                                  ObserverReads(observer: "gone too", seq: 2, keys: keys), read])
             try storage.commit()
         }
-        let rows = try store.writer.withLock { storage in
-            try Self.database(storage).rows("SELECT r.observer_id, r.read_seq, s.paths FROM observer_read_sets r JOIN read_shapes s ON s.id = r.shape_id").map(\.values)
+        let rows = { (store: Store) in
+            try store.writer.withLock { storage in
+                try Self.database(storage).rows("SELECT r.observer_id, r.read_seq, s.paths FROM observer_read_sets r JOIN read_shapes s ON s.id = r.shape_id ORDER BY r.observer_id").map(\.values)
+            }
         }
-        #expect(rows == [[.text(id), .integer(1), .text("/truck/name\n/truck/orderCount")]])
+        #expect(try rows(store!).count == 3)
+        store!.close()
+        store = try Self.makeStore(folder: folder)
+        defer { store!.close() }
+        #expect(try rows(store!) == [[.text(id), .integer(1), .text("/truck/name\n/truck/orderCount")]])
+        #expect(store!.registry.withLock { $0.observer(id)?.reads } == [keys[0]: 1, keys[1]: 1])
     }
 
     /// The log is copied back into the database file by the checkpoint

@@ -89,7 +89,10 @@ final class SQLiteStorage: ModelStorage {
             guard let id = row[0].int64, let paths = row[1].string else { continue }
             keys[id] = paths.split(separator: "\n").map { PropertyKey(String($0)) }
         }
-        for row in try database.rows("SELECT observer_id, read_seq, shape_id FROM observer_read_sets ORDER BY rowid") {
+        // Reads of observers no longer there: stored after the observer
+        // was deleted (its reads were still in the read journal).
+        try database.execute("DELETE FROM observer_read_sets WHERE observer_id NOT IN (SELECT id FROM observers)", [])
+        for row in try database.rows("SELECT observer_id, read_seq, shape_id FROM observer_read_sets") {
             guard let id = row[0].string, observers[id] != nil, let shape = row[2].int64, let read = keys[shape] else { continue }
             let seq = row[1].int64 ?? 0
             for key in read {
@@ -154,10 +157,7 @@ final class SQLiteStorage: ModelStorage {
     }
 
     func addReads(_ reads: [ObserverReads]) throws {
-        // One row for each. The observers come from the registry, which lets
-        // an observer go before its row does, so they are here; one that is
-        // not (deleted meanwhile) is skipped by its foreign key, which SQLite
-        // checks anyway, rather than looked up first.
+        // One row for each (see `insertRead`).
         for read in reads where !read.keys.isEmpty {
             // Joined as bytes: appending to a `String` costs far more.
             var paths: [UInt8] = []
@@ -171,15 +171,14 @@ final class SQLiteStorage: ModelStorage {
     }
 
     /// One row of `observer_read_sets`, naming the set of keys `paths`
-    /// (made when new). An observer deleted meanwhile is skipped by its
-    /// foreign key, which SQLite checks anyway, rather than looked up first.
+    /// (made when new); none when the same is stored (the read journal
+    /// recovered after a crash that came after its fold's commit). The
+    /// observer is not looked up: one deleted meanwhile leaves a row that
+    /// the next start deletes.
     private func insertRead(observer: String, seq: Int64, paths: String) throws {
         let shape = try shape(paths)
-        let inserted = Result { () throws(SQLiteError) in
-            try database.execute("INSERT INTO observer_read_sets (observer_id, read_seq, shape_id) VALUES (?, ?, ?)",
-                                 [.text(observer), .integer(seq), .integer(shape)])
-        }
-        if case .failure(let error) = inserted, !error.isForeignKeyViolation { throw error }
+        try database.execute("INSERT OR IGNORE INTO observer_read_sets (observer_id, read_seq, shape_id) VALUES (?, ?, ?)",
+                             [.text(observer), .integer(seq), .integer(shape)])
     }
 
     /// The id of the set of keys `paths`, stored when it is new.
@@ -219,6 +218,7 @@ final class SQLiteStorage: ModelStorage {
 
     func deleteObserver(_ id: String) throws {
         try database.execute("DELETE FROM observers WHERE id = ?", [.text(id)])
+        try database.execute("DELETE FROM observer_read_sets WHERE observer_id = ?", [.text(id)])
     }
 
     func clearReads(of id: String) throws {
@@ -234,6 +234,7 @@ final class SQLiteStorage: ModelStorage {
             try database.execute("DELETE FROM changes WHERE seq <= ?", [.integer(seq)])
             for id in expired {
                 try database.execute("DELETE FROM observers WHERE id = ?", [.text(id)])
+                try database.execute("DELETE FROM observer_read_sets WHERE observer_id = ?", [.text(id)])
             }
             for observer in used {
                 try database.execute("UPDATE observers SET cursor = ?, last_used = ? WHERE id = ?",
