@@ -146,12 +146,27 @@ public struct ObservationRegistry: Sendable {
             return number
         }
 
+        /// Gives the observer at `position`, which has read nothing, the
+        /// reads of the last first read, which were the same keys at the
+        /// same `seq`: it shares their table and joins their group (made by
+        /// the second observer to read the same).
+        mutating func joinFirstRead(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, slot: Int32, epoch: UInt32) {
+            guard var first = firstReads, let seq = first.seq else { return }
+            if first.group < 0 {
+                first.group = makeGroup(first.reads, seq: seq)
+                firstReads = first
+            }
+            observers.values[position].reads = first.reads
+            observers.values[position].group = first.group
+            groups[Int(first.group)]!.members.append(Member(slot: slot, epoch: epoch))
+        }
+
         /// The reads of the last observer whose first read was tracked, what
         /// that read added, and the group of the observers that read the
         /// same (-1 until a second one did): the next observer reading the
         /// same at the same `seq` shares the table (copy-on-write, copied
         /// only when one of them reads more) and joins the group.
-        var firstReads: (added: [(PropertyKey, Int64)], reads: [PropertyKey: Int64], group: Int32)?
+        var firstReads: FirstRead?
         /// Observers whose first read added the same keys at the same
         /// `seq`: indexed once for all, each member 8 bytes, where each
         /// would add an entry to the readers of every key.
@@ -307,6 +322,7 @@ public struct ObservationRegistry: Sendable {
         guard let observer = s.observers[id] else { return false }
         s.unindex(observer, releasing: false)
         s.observers[id]!.reads = [:]
+        s.observers[id]!.lastRead = []
         s.observers[id]!.group = -1
         s.use(at: s.observers.index(forKey: id)!, now: now)
         s.inboxes[id] = Inbox(floor: s.lastSeq)
@@ -378,19 +394,39 @@ public struct ObservationRegistry: Sendable {
     /// reads it adds (when it adds any), then applies them: `planTrack`,
     /// storing and `applyTrack` in one, the observer looked up once, for a
     /// caller that stores under this registry's lock. When `store` throws,
-    /// nothing was added.
+    /// nothing was added. `store` is also given the keys of the reads when
+    /// they are the last first read's, which all have one `seq`: the same
+    /// array each time.
     public mutating func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double,
-                               storing store: ([(PropertyKey, Int64)]) throws -> Void) rethrows -> TrackResult
+                               storing store: ([(PropertyKey, Int64)], _ keys: [PropertyKey]?) throws -> Void) rethrows -> TrackResult
     {
         let id = ObserverKey(id)
         guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
+        // The same first read as the last one (a new observer reading what
+        // the one before it read, with no change since): what it adds is
+        // that read's, kept, and its keys the same array.
+        if s.observers.values[position].reads.isEmpty, let first = s.firstReads, first.seq == seq, seq >= s.lastSeq,
+           first.keys.count == keys.count, first.keys.count <= maxReadsPerObserver, first.keys == keys
+        {
+            s.use(at: position, now: now)
+            // The request's array from now on: the next read of it (a kept
+            // answer's) is found equal without comparing the keys.
+            if !first.keys.isSameArray(as: keys) { s.firstReads!.keys = keys }
+            try store(first.added, keys)
+            let slot = s.observers.values[position].slot
+            s.joinFirstRead(at: position, slot: slot, epoch: s.slots.epoch(of: slot))
+            s.observers.values[position].lastRead = keys
+            return .tracked(added: first.added, wake: nil)
+        }
         switch Self.plan(at: position, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s) {
         case .refused(let result):
             return result
         case .reads(let added, let replayed):
             guard !added.isEmpty else { return .tracked(added: [], wake: nil) }
-            try store(added)
-            return apply(at: position, id, added, replayed: replayed)
+            try store(added, nil)
+            let result = apply(at: position, id, added, replayed: replayed)
+            s.observers.values[position].lastRead = keys
+            return result
         }
     }
 
@@ -404,24 +440,16 @@ public struct ObservationRegistry: Sendable {
         if s.observers.values[position].reads.isEmpty {
             // A first read (its keys distinct, see `plan`): often the same
             // as the last one, whose table is then shared.
-            if var first = s.firstReads, first.added.elementsEqual(added, by: { $0.0 == $1.0 && $0.1 == $1.1 }),
-               added.allSatisfy({ $0.1 == added[0].1 })
+            if let first = s.firstReads, let seq = first.seq, added.allSatisfy({ $0.1 == seq }),
+               first.added.elementsEqual(added, by: { $0.0 == $1.0 })
             {
-                // The second observer to read the same makes a group; the
-                // others join it.
-                if first.group < 0 {
-                    first.group = s.makeGroup(first.reads, seq: added[0].1)
-                    s.firstReads = first
-                }
-                s.observers.values[position].reads = first.reads
-                s.observers.values[position].group = first.group
-                s.groups[Int(first.group)]!.members.append(Member(slot: slot, epoch: epoch))
+                s.joinFirstRead(at: position, slot: slot, epoch: epoch)
             } else {
                 var reads: [PropertyKey: Int64] = [:]
                 reads.reserveCapacity(added.count)
                 for (key, readAt) in added { reads[key] = readAt }
                 s.observers.values[position].reads = reads
-                s.firstReads = (added, reads, -1)
+                s.firstReads = FirstRead(added, reads: reads)
                 for (key, readAt) in added {
                     s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
                 }
@@ -460,13 +488,16 @@ public struct ObservationRegistry: Sendable {
     {
         s.use(at: position, now: now)
         let reads = s.observers.values[position].reads
-        // A read again (most reads) adds nothing: found without allocating.
-        if !reads.isEmpty && keys.allSatisfy({ reads[$0] != nil }) { return .reads([], replayed: false) }
+        // A read again (most reads) adds nothing: found without allocating,
+        // and of a kept answer's keys, without looking them up.
+        if !reads.isEmpty && s.observers.values[position].lastRead.isSameArray(as: keys) { return .reads([], replayed: false) }
+        if !reads.isEmpty && keys.allSatisfy({ reads[$0] != nil }) {
+            s.observers.values[position].lastRead = keys
+            return .reads([], replayed: false)
+        }
         var added: [(PropertyKey, Int64)] = []
         added.reserveCapacity(keys.count)
-        if reads.isEmpty, let first = s.firstReads, first.added.count == keys.count,
-           first.added.elementsEqual(keys, by: { $0.0 == $1 })
-        {
+        if reads.isEmpty, let first = s.firstReads, first.keys.count == keys.count, first.keys == keys {
             // The keys of the last first read, which were distinct.
             for key in keys { added.append((key, seq)) }
         } else {
@@ -672,6 +703,27 @@ struct Readers {
     var groups: [Int32] = []
 }
 
+/// The last first read tracked (`ObservationRegistry.State.firstReads`).
+struct FirstRead {
+    /// What it added, in the order read.
+    let added: [(PropertyKey, Int64)]
+    /// The keys of `added`: one array, given to every read that matches
+    /// (the last request's, once one matched).
+    var keys: [PropertyKey]
+    /// The `seq` of every read in `added`; nil when they differ (a replay
+    /// added some).
+    let seq: Int64?
+    let reads: [PropertyKey: Int64]
+    var group: Int32 = -1
+
+    init(_ added: [(PropertyKey, Int64)], reads: [PropertyKey: Int64]) {
+        self.added = added
+        keys = added.map(\.0)
+        seq = added.allSatisfy({ $0.1 == added[0].1 }) ? added.first?.1 : nil
+        self.reads = reads
+    }
+}
+
 /// Observers whose first read added the same keys at the same `seq`
 /// (`ObservationRegistry.State.groups`), `dead` of them stale. `reads` is
 /// the table its members share.
@@ -752,5 +804,14 @@ struct ObserverKey: Hashable, Sendable {
     /// seed (see `PropertyKey._rawHashValue`).
     func _rawHashValue(seed: Int) -> Int {
         hash ^ seed
+    }
+}
+
+extension Array {
+    /// Whether both are the same storage (and so the same elements): for
+    /// arrays held apart from each other, a comparison that costs nothing.
+    func isSameArray(as other: [Element]) -> Bool {
+        guard !isEmpty, count == other.count else { return false }
+        return withUnsafeBufferPointer { a in other.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
     }
 }

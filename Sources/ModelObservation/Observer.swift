@@ -17,6 +17,10 @@ public struct ObserverSnapshot: Sendable, Equatable {
     /// The registry's group of observers whose first read was the same
     /// (`ObservationRegistry.Group`), -1 for none.
     var group: Int32 = -1
+    /// The keys of the last read tracked, all in `reads`: a read of the
+    /// same array again (a kept answer's) adds nothing, found without
+    /// looking each key up. Emptied with `reads`.
+    var lastRead: [PropertyKey] = []
 
     public init(id: String, reads: [PropertyKey: Int64] = [:], cursor: Int64, ttlSeconds: Int, lastUsed: Double) {
         self.id = id

@@ -91,8 +91,12 @@ extension Store {
     {
         registry.withLock { registry in
             do {
-                return try registry.track(id, keys: keys, at: seq, now: now) { added in
-                    try readJournal.append(ObserverReads.runs(of: id, added))
+                return try registry.track(id, keys: keys, at: seq, now: now) { added, keys in
+                    if let keys, let seq = added.first?.1 {
+                        try readJournal.append([ObserverReads(observer: id, seq: seq, keys: keys)])
+                    } else {
+                        try readJournal.append(ObserverReads.runs(of: id, added))
+                    }
                     if readJournal.askFold() { folder.withLock { $0 }?.wake() }
                 }
             } catch {

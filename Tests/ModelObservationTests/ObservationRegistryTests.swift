@@ -101,6 +101,31 @@ final class Waiter: ChangeWaiter {}
         #expect(registry.readers(of: x, before: 7) == ["n"])
     }
 
+    /// A read of the very array read before adds nothing, found by its
+    /// identity; once the observer cleared its reads, it adds them again.
+    @Test(arguments: [false, true]) func aReadOfTheSameArrayAfterAClearAddsItsKeysAgain(storing: Bool) {
+        var registry = ObservationRegistry(retain: 100)
+        registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+        let x = PropertyKey("/x"), y = PropertyKey("/y")
+        let keys = [x, y]
+        var stored: [[String]] = []
+        func track(_ keys: [PropertyKey], at seq: Int64) -> [String] {
+            let result = storing
+                ? registry.track("a", keys: keys, at: seq, now: 0) { added, _ in stored.append(added.map(\.0.path)) }
+                : registry.track("a", keys: keys, at: seq, now: 0)
+            guard case .tracked(let added, _) = result else { return ["refused"] }
+            return added.map(\.0.path)
+        }
+        #expect(track(keys, at: 0) == ["/x", "/y"])
+        #expect(track(keys, at: 1).isEmpty)
+        _ = registry.clearReads("a", now: 0)
+        #expect(track([x], at: 2) == ["/x"])
+        #expect(track(keys, at: 3) == ["/y"])
+        #expect(registry.observer("a")?.reads == [x: 2, y: 3])
+        #expect(registry.readers(of: y) == ["a"])
+        if storing { #expect(stored == [["/x", "/y"], ["/x"], ["/y"]]) }
+    }
+
     @Test func readAfterAChangeDoesNotReceiveIt() {
         var registry = ObservationRegistry(retain: 100)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
