@@ -101,15 +101,14 @@ public final class ObservableAPI: Sendable {
         let representation: Representation
         let response: HTTPResponse
         // A conditional read may answer 304: made each time.
-        if request.header("If-None-Match") == nil,
-           let known = answers.answer(to: request.path, query: request.query, in: snapshot)
-        {
+        let conditional = request.header("If-None-Match") != nil
+        if !conditional, let known = answers.answer(to: request.path, query: request.query, in: snapshot) {
             (representation, response) = known
         } else {
             let selection = try FieldSelection(request.query["fields"], allowed: allowed)
             representation = try render(snapshot.state, selection)
             response = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
-            if request.header("If-None-Match") == nil {
+            if !conditional {
                 answers.keep(representation, response, for: request.path, query: request.query, in: snapshot)
             }
         }
