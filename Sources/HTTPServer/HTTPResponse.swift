@@ -37,9 +37,10 @@ public struct HTTPResponse: Sendable {
 /// Whether two header names are equal ignoring ASCII case (header names are
 /// ASCII tokens), without making lower-cased copies.
 func sameHeaderName(_ a: String, _ b: String) -> Bool {
+    guard a.utf8.count == b.utf8.count else { return false }
     // Mostly written as the server writes it: a short name is compared whole.
     if a == b { return true }
-    return a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
+    return zip(a.utf8, b.utf8).allSatisfy { x, y in
         x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
     }
 }
