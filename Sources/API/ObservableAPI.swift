@@ -94,16 +94,19 @@ public final class ObservableAPI: Sendable {
     {
         let request = context.request
         let observer = request.header("Observer") ?? request.query["observer"]
-        if let observer, !store.registry.withLock({ $0.knows(observer) }) {
-            throw APIError(404, "no observer \(observer); create one with POST /observers")
-        }
         let snapshot = store.snapshot
-        let representation: Representation
-        let response: HTTPResponse
         // A conditional read may answer 304: made each time.
         let conditional = request.header("If-None-Match") != nil
-        if !conditional, let known = answers.answer(to: request.path, query: request.query, in: snapshot) {
-            (representation, response) = known
+        let kept = conditional ? nil : answers.answer(to: request.path, query: request.query, in: snapshot)
+        // An observer it does not know is refused before a read is
+        // rendered; the read of a kept answer finds it out when tracked.
+        if let observer, kept == nil || request.method == "HEAD", !store.registry.withLock({ $0.knows(observer) }) {
+            throw Self.unknownObserver(observer)
+        }
+        let representation: Representation
+        let response: HTTPResponse
+        if let kept {
+            (representation, response) = kept
         } else {
             let selection = try FieldSelection(request.query["fields"], allowed: allowed)
             representation = try render(snapshot.state, selection)
@@ -129,21 +132,39 @@ public final class ObservableAPI: Sendable {
     private func answer(_ context: RouteContext, _ response: HTTPResponse, once reads: [PropertyKey], by observer: String, at seq: Int64,
                         suspended: SuspendedConnection?) throws -> Reply
     {
-        let suspension = Suspension()
-        suspension.connection = suspended
+        // Made only for reads stored by the committing thread (not those
+        // stored in the read journal, on this one).
+        var suspension: Suspension?
         let outcome = store.submitTrack(reads, by: observer, at: seq, wait: {
+            guard let suspension else { return false }
             if suspension.connection == nil { suspension.connection = context.connection.suspend() }
             return suspension.connection != nil
-        }, then: { [metrics] result in
-            var answer = response
-            if case .failure(let error) = result { answer = APIError.response(for: error) }
-            for header in context.corsHeaders { answer.setHeader(header.name, header.value) }
-            metrics.recordRequest(route: context.route, status: answer.status)
-            suspension.connection?.answer(answer)
+        }, then: {
+            let made = Suspension()
+            made.connection = suspended
+            suspension = made
+            return { [metrics] result in
+                var answer = response
+                if case .failure(let error) = result { answer = APIError.response(for: Self.trackError(error, observer: observer)) }
+                for header in context.corsHeaders { answer.setHeader(header.name, header.value) }
+                metrics.recordRequest(route: context.route, status: answer.status)
+                made.connection?.answer(answer)
+            }
         })
         guard let outcome else { return .parked }
-        try outcome.get()
+        if case .failure(let error) = outcome { throw Self.trackError(error, observer: observer) }
         return .response(response)
+    }
+
+    static func unknownObserver(_ observer: String) -> APIError {
+        APIError(404, "no observer \(observer); create one with POST /observers")
+    }
+
+    /// A track's failure as the client is told it: an observer gone is
+    /// refused as one never known is.
+    static func trackError(_ error: any Error, observer: String) -> any Error {
+        if let error = error as? ModelError, error.kind == .notFound { return unknownObserver(observer) }
+        return error
     }
 
     /// A `200` JSON answer to a `GET`, or `304` when `If-None-Match` matches.

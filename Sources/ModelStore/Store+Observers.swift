@@ -55,7 +55,7 @@ extension Store {
     /// Records that observer `id` read `keys` in a response reflecting every
     /// change up to `seq`, persisting the reads that are new, on this thread.
     public func track(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double = ServerClock.wallSeconds) throws {
-        guard let outcome = submitTrack(keys, by: id, at: seq, now: now, wait: { false }, then: { _ in }) else {
+        guard let outcome = submitTrack(keys, by: id, at: seq, now: now, wait: { false }, then: { { _ in } }) else {
             preconditionFailure("a track that cannot wait is stored at once")
         }
         try outcome.get()
@@ -66,10 +66,12 @@ extension Store {
     /// other requests that wait beside them, in one transaction (group
     /// commit, as `submit` does for writes): the outcome is returned when
     /// they were stored on this thread, and nil when they were queued
-    /// (`wait` agreed), for `completion` to get on the committing thread.
+    /// (`wait` agreed), for the closure `completion` makes to get on the
+    /// committing thread. `completion` is called only when the reads are
+    /// to be stored by the committing thread, before `wait`.
     /// A read that adds nothing (the same resource again) stores nothing.
     public func submitTrack(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double = ServerClock.wallSeconds,
-                            wait: () -> Bool, then completion: @escaping @Sendable (Result<Void, any Error>) -> Void)
+                            wait: () -> Bool, then completion: () -> @Sendable (Result<Void, any Error>) -> Void)
         -> Result<Void, any Error>?
     {
         if let readJournal, let result = journal(keys, by: id, at: seq, now: now, in: readJournal) {
@@ -77,7 +79,7 @@ extension Store {
             return PendingTrack.outcome(of: result, observer: id)
         }
         if registry.withLock({ $0.touch(id, now: now, hasRead: keys) }) { return .success(()) }
-        let track = PendingTrack(observer: id, keys: keys, seq: seq, now: now, completion: completion)
+        let track = PendingTrack(observer: id, keys: keys, seq: seq, now: now, completion: completion())
         return commitOrQueue(track, wait: wait) ? track.outcome : nil
     }
 

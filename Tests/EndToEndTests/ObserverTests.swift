@@ -31,6 +31,26 @@ import TestSupport
         #expect(try client.changes(id).status == 404)
     }
 
+    /// A read naming an observer that is not there is refused alike whether
+    /// its answer is kept (not rendered again) or made afresh, and tracks
+    /// nothing.
+    @Test func aReadWithAnObserverNotThereIsRefusedWhetherItsAnswerIsKeptOrNot() throws {
+        let server = try TestServer()
+        let client = server.client
+        let id = try client.observer()
+        #expect(try client.delete("/observers/\(id)").status == 204)
+        #expect(try client.get("/truck").status == 200)  // kept from now on
+        for (path, method) in [("/truck", "GET"), ("/truck?fields=name", "GET"), ("/truck", "HEAD")] {
+            let refused = try client.request(method, path, headers: ["Observer": id])
+            #expect(refused.status == 404, "\(method) \(path)")
+            #expect(refused.header("Content-Type") == "application/problem+json", "\(method) \(path)")
+            if method == "GET" {
+                #expect(refused.json["detail"] == .string("no observer \(id); create one with POST /observers"), "\(method) \(path)")
+            }
+        }
+        #expect(try client.get("/observers/\(id)").status == 404)
+    }
+
     @Test func observerIdsAreUnguessableUUIDs() throws {
         let server = try TestServer()
         let a = try server.client.observer()
