@@ -175,19 +175,11 @@ final class EchoResponder: HTTPResponder {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(bound, $0, length) == 0 && getsockname(bound, $0, &length) == 0 }
         })
         let port = UInt16(bigEndian: address.sin_port)
-        let done = Locked(false)
-        let closedUnderneath = Locked(0)
-        let other = Thread {
-            while !done.withLock({ $0 }) {
-                let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
-                if descriptor >= 0, close(descriptor) != 0 { closedUnderneath.withLock { $0 += 1 } }
+        let closedUnderneath = descriptorsClosedUnderneath {
+            for _ in 0..<5_000 {
+                #expect(throws: TestHTTPError.self) { try RawConnection(port: port) }
             }
         }
-        other.start()
-        for _ in 0..<5_000 {
-            #expect(throws: TestHTTPError.self) { try RawConnection(port: port) }
-        }
-        done.withLock { $0 = true }
-        #expect(closedUnderneath.withLock { $0 } == 0)
+        #expect(closedUnderneath == 0)
     }
 }

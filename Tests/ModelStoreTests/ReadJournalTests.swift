@@ -6,6 +6,7 @@ import Models
 import Concurrency
 import SQLiteStore
 import Testing
+import TestSupport
 
 /// The file reads go to before the database: what it gives back after a
 /// crash, and what it does not.
@@ -136,20 +137,12 @@ import Testing
         let path = GroupCommitTests.temporaryFolder() + "/db-reads"
         let journal = try ReadJournal(path: path)
         defer { journal.close(removing: true) }
-        let done = Locked(false)
-        let closedUnderneath = Locked(0)
-        let other = Thread {
-            while !done.withLock({ $0 }) {
-                let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
-                if descriptor >= 0, close(descriptor) != 0 { closedUnderneath.withLock { $0 += 1 } }
+        let closedUnderneath = descriptorsClosedUnderneath {
+            for _ in 0..<20_000 {
+                #expect(throws: ReadJournal.InUse.self) { try ReadJournal(path: path) }
             }
         }
-        other.start()
-        for _ in 0..<20_000 {
-            #expect(throws: ReadJournal.InUse.self) { try ReadJournal(path: path) }
-        }
-        done.withLock { $0 = true }
-        #expect(closedUnderneath.withLock { $0 } == 0)
+        #expect(closedUnderneath == 0)
     }
 
     @Test func aSecondStoreOnTheSameDatabaseIsRefusedAndTheFirstGoesOn() throws {
