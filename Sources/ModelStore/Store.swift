@@ -372,7 +372,8 @@ public final class Store: Sendable {
         // (`store(_:on:woken:)`), so the readers the registry names now are
         // those `publish` reaches; with it, `publish` journals the reads of
         // a reader that came in between. One that has just been deleted is
-        // skipped by the storage (see `addReads`).
+        // skipped by PostgreSQL's join; on SQLite its row stays until the
+        // next start deletes it (see `SQLiteStorage.observers`).
         guard !change.impliedReads.isEmpty else { return nil }
         let receivers = registry.withLock { registry in
             change.keys.reduce(into: Set<String>()) { $0.formUnion(registry.readers(of: $1, before: change.seq)) }
