@@ -246,6 +246,11 @@ public struct ObservationRegistry: Sendable {
     }
 
     public let retain: Int
+    /// About how many stored records of reads no longer count, of
+    /// observers removed or whose reads were cleared since the start: one
+    /// for each `seq` among an observer's reads. What decides when stored
+    /// reads are compacted.
+    public private(set) var droppedReadRecords = 0
     /// Most property keys one observer may have read.
     public let maxReadsPerObserver: Int
     private var s = State()
@@ -310,6 +315,7 @@ public struct ObservationRegistry: Sendable {
     public mutating func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
         let id = ObserverKey(id)
         guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
+        droppedReadRecords += Self.records(of: observer)
         s.unindex(observer, releasing: true)
         s.dirty.remove(id)
         s.inboxes[id] = nil
@@ -320,6 +326,7 @@ public struct ObservationRegistry: Sendable {
     public mutating func clearReads(_ id: String, now: Double) -> Bool {
         let id = ObserverKey(id)
         guard let observer = s.observers[id] else { return false }
+        droppedReadRecords += Self.records(of: observer)
         s.unindex(observer, releasing: false)
         s.observers[id]!.reads = [:]
         s.observers[id]!.lastRead = []
@@ -327,6 +334,12 @@ public struct ObservationRegistry: Sendable {
         s.use(at: s.observers.index(forKey: id)!, now: now)
         s.inboxes[id] = Inbox(floor: s.lastSeq)
         return true
+    }
+
+    /// About how many records its reads were stored in: one for each `seq`.
+    private static func records(of observer: ObserverSnapshot) -> Int {
+        guard observer.reads.count > 1 else { return observer.reads.count }
+        return Set(observer.reads.values).count
     }
 
     /// Marks an observer as used now; returns false for an unknown one.
@@ -654,7 +667,10 @@ public struct ObservationRegistry: Sendable {
             expired.append(id.id)
         }
         for id in expired.map(ObserverKey.init) {
-            if let observer = s.observers.removeValue(forKey: id) { s.unindex(observer, releasing: true) }
+            if let observer = s.observers.removeValue(forKey: id) {
+                droppedReadRecords += Self.records(of: observer)
+                s.unindex(observer, releasing: true)
+            }
             s.dirty.remove(id)
             s.inboxes[id] = nil
         }

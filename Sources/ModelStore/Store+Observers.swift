@@ -134,6 +134,7 @@ extension Store {
             while !thread.sleep(seconds: 5) {
                 guard let self else { return }
                 self.foldReads()
+                self.compactReadsIfDue()
             }
         }
         folder.withLock { $0 = thread }
@@ -169,6 +170,49 @@ extension Store {
     }
 
     static let foldChunk = 4096
+
+    /// Rewrites the stored batches of reads (`SQLiteStorage`) once about as
+    /// many of their entries no longer count (their observers deleted,
+    /// expired or cleared) as are stored, and at least
+    /// `compactionMinimum`: a few batches a transaction, the writer lock
+    /// let go between them, an entry kept when its observer still reads
+    /// each of its keys at its seq. So what is stored stays within about
+    /// twice what counts, and each entry is rewritten a bounded number of
+    /// times on average.
+    func compactReadsIfDue() {
+        guard readJournal != nil else { return }
+        do {
+            let dropped = registry.withLock { $0.droppedReadRecords }
+            let through: Int64? = try exclusive { storage in
+                guard let storage = storage as? SQLiteStorage else { return nil }
+                let dead = dropped - readCompaction.withLock { $0 } + storage.deadBatchedReads
+                guard dead >= Self.compactionMinimum, dead * 2 >= storage.batchedReads else { return nil }
+                return try storage.lastReadBatch()
+            }
+            guard let through else { return }
+            var after: Int64 = 0
+            while let last = try exclusive({ storage in
+                try storage.transaction {
+                    try (storage as! SQLiteStorage).compactReadBatches(after: after, through: through, limit: 2) { entries in
+                        registry.withLock { registry in
+                            entries.map { entry in
+                                guard let observer = registry.observer(entry.observer) else { return false }
+                                return entry.keys.allSatisfy { observer.reads[$0] == entry.seq }
+                            }
+                        }
+                    }
+                }
+            }) {
+                after = last
+            }
+            try exclusive { storage in (storage as? SQLiteStorage)?.deadBatchedReads = 0 }
+            readCompaction.withLock { $0 = dropped }
+        } catch {
+            logger.error("compacting the stored reads failed: \(error)")
+        }
+    }
+
+    static let compactionMinimum = 4096
 
     /// Stores the new reads of `tracks` in one transaction, then lets them
     /// take effect; parked waiters that a replay reached go to `woken`.

@@ -43,6 +43,9 @@ public final class Store: Sendable {
     let readJournal: ReadJournal?
     /// Folds the read journal into the database (set once, in `init`).
     let folder = Locked<ServiceThread?>(nil)
+    /// The registry's `droppedReadRecords` when the stored reads were last
+    /// compacted (`compactReadsIfDue`).
+    let readCompaction = Locked(0)
     /// The journal's version the state reflects (shared storage only);
     /// moved after the state it stands for is current.
     let appliedVersion: Locked<Int64>

@@ -34,6 +34,11 @@ public final class Statement {
             case .real(let v): rc = sqlite3_bind_double(handle, index, v)
             // An explicit byte count keeps text with U+0000 whole.
             case .text(let v): rc = bindText(v, at: index)
+            case .blob(let v):
+                rc = v.withUnsafeBytes { bytes in
+                    guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_zeroblob(handle, index, 0) }
+                    return sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(bytes.count), osv_sqlite_transient())
+                }
             }
             guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
         }
@@ -83,6 +88,13 @@ public final class Statement {
             case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(handle, i)))
             case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(handle, i)))
             case SQLITE_NULL: values.append(.null)
+            case SQLITE_BLOB:
+                let count = Int(sqlite3_column_bytes(handle, i))
+                if let bytes = sqlite3_column_blob(handle, i), count > 0 {
+                    values.append(.blob(Array(UnsafeRawBufferPointer(start: bytes, count: count))))
+                } else {
+                    values.append(.blob([]))
+                }
             default:
                 if let text = sqlite3_column_text(handle, i) {
                     let count = Int(sqlite3_column_bytes(handle, i))

@@ -4,6 +4,7 @@ public enum SQLValue: Sendable, Equatable {
     case integer(Int64)
     case real(Double)
     case text(String)
+    case blob([UInt8])
 
     public var int64: Int64? {
         if case .integer(let v) = self { return v }
@@ -12,6 +13,11 @@ public enum SQLValue: Sendable, Equatable {
 
     public var string: String? {
         if case .text(let v) = self { return v }
+        return nil
+    }
+
+    public var bytes: [UInt8]? {
+        if case .blob(let v) = self { return v }
         return nil
     }
 

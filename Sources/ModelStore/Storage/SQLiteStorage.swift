@@ -16,6 +16,8 @@ final class SQLiteStorage: ModelStorage {
     private var shapes: [String: Int64] = [:]
     /// The set of keys named last: most reads in a row name the same.
     private var lastShape: (paths: String, id: Int64)?
+    /// The keys of sets of keys by id, as `compactReadBatches` found them.
+    private var shapeKeys: [Int64: [PropertyKey]] = [:]
     static let shapesKept = 4096
 
     init(database: Database, checkpointer: Checkpointer? = nil) {
@@ -77,10 +79,12 @@ final class SQLiteStorage: ModelStorage {
 
     func observers() throws -> [ObserverSnapshot] {
         var observers: [String: ObserverSnapshot] = [:]
-        for row in try database.rows("SELECT id, cursor, ttl_seconds, last_used FROM observers") {
+        var readsFrom: [String: Int64] = [:]
+        for row in try database.rows("SELECT id, cursor, ttl_seconds, last_used, reads_from FROM observers") {
             let id = row[0].string ?? ""
             observers[id] = ObserverSnapshot(id: id, cursor: row[1].int64 ?? 0, ttlSeconds: Int(row[2].int64 ?? 600),
                                              lastUsed: row[3].double ?? 0)
+            if let from = row[4].int64, from > 0 { readsFrom[id] = from }
         }
         // A key read twice keeps its first seq, as when it was tracked (the
         // rows of the read journal come in after those stored meanwhile).
@@ -89,19 +93,43 @@ final class SQLiteStorage: ModelStorage {
             guard let id = row[0].int64, let paths = row[1].string else { continue }
             keys[id] = paths.split(separator: "\n").map { PropertyKey(String($0)) }
         }
-        // Reads of observers no longer there: stored after the observer
-        // was deleted (its reads were still in the read journal).
-        try database.execute("DELETE FROM observer_read_sets WHERE observer_id NOT IN (SELECT id FROM observers)", [])
-        for row in try database.rows("SELECT observer_id, read_seq, shape_id FROM observer_read_sets") {
-            guard let id = row[0].string, observers[id] != nil, let shape = row[2].int64, let read = keys[shape] else { continue }
-            let seq = row[1].int64 ?? 0
+        var used = Set<Int64>()
+        func add(_ id: String, _ seq: Int64, _ shape: Int64) -> Bool {
+            guard observers[id] != nil, let read = keys[shape] else { return false }
+            used.insert(shape)
             for key in read {
                 if let known = observers[id]!.reads[key], known <= seq { continue }
                 observers[id]!.reads[key] = seq
             }
+            return true
         }
-        // Sets of keys no read names any longer.
-        try database.execute("DELETE FROM read_shapes WHERE id NOT IN (SELECT shape_id FROM observer_read_sets)", [])
+        // Reads of observers no longer there: stored after the observer
+        // was deleted (its reads were still in the read journal).
+        try database.execute("DELETE FROM observer_read_sets WHERE observer_id NOT IN (SELECT id FROM observers)", [])
+        for row in try database.rows("SELECT observer_id, read_seq, shape_id FROM observer_read_sets") {
+            guard let id = row[0].string, let shape = row[2].int64 else { continue }
+            _ = add(id, row[1].int64 ?? 0, shape)
+        }
+        batchedReads = 0
+        deadBatchedReads = 0
+        for row in try database.rows("SELECT id, reads FROM observer_read_batches") {
+            guard let batch = row[0].int64, let bytes = row[1].bytes else { continue }
+            ReadBatch.forEach(in: bytes) { id, seq, shape in
+                batchedReads += 1
+                // Older than the observer's last clear: gone with it.
+                if let from = readsFrom[id], batch < from { deadBatchedReads += 1; return }
+                if !add(id, seq, shape) { deadBatchedReads += 1 }
+            }
+        }
+        // Sets of keys no read names any longer. Those an entry of a batch
+        // names are gone with their reads: a batch's entries that no longer
+        // count are never read again.
+        for shape in keys.keys where !used.contains(shape) {
+            try database.execute("DELETE FROM read_shapes WHERE id = ?", [.integer(shape)])
+        }
+        shapes.removeAll()
+        lastShape = nil
+        shapeKeys.removeAll()
         return Array(observers.values)
     }
 
@@ -123,6 +151,7 @@ final class SQLiteStorage: ModelStorage {
         try? database.execute("ROLLBACK", [])
         shapes.removeAll()
         lastShape = nil
+        shapeKeys.removeAll()
     }
     var rowsChanged: Int64 { database.totalChanges }
 
@@ -226,13 +255,76 @@ final class SQLiteStorage: ModelStorage {
         return id
     }
 
-    /// Records reads kept in the read journal, their paths already joined.
+    /// Records reads kept in the read journal, their paths already joined:
+    /// one row of `observer_read_batches` for them all (`ReadBatch`). The
+    /// read journal recovered after a crash that came after its fold's
+    /// commit stores its reads again: the same reads, which change nothing.
     func addReads(_ reads: [JournaledRead]) throws {
-        var rows = ReadRows()
+        var batch = ReadBatch(capacity: reads.count)
         for read in reads where !read.paths.isEmpty {
-            try rows.add(read.observer, read.seq, try shape(read.paths), into: database)
+            batch.append(observer: read.observer, seq: read.seq, shape: try shape(read.paths))
         }
-        try rows.flush(into: database)
+        guard !batch.isEmpty else { return }
+        try database.execute("INSERT INTO observer_read_batches (reads) VALUES (?)", [.blob(batch.bytes)])
+        batchedReads += batch.count
+    }
+
+    /// The entries in `observer_read_batches`, whether they count or not:
+    /// counted at start, added to by each batch and set anew by
+    /// `compactReadBatches` (a batch rolled back is still counted).
+    private(set) var batchedReads = 0
+    /// Of those, the entries that no longer counted at start.
+    var deadBatchedReads = 0
+
+    /// The id of the last batch of reads stored, 0 for none.
+    func lastReadBatch() throws -> Int64 {
+        try database.rows("SELECT seq FROM sqlite_sequence WHERE name = 'observer_read_batches'").first?[0].int64 ?? 0
+    }
+
+    /// Rewrites the batches of reads after `after` up to `through`, at most
+    /// `limit` of them, into one holding only the entries `keep` agrees
+    /// to: it is given every entry whose set of keys is known (its
+    /// observer, seq and keys) and answers for each. Returns the id of the
+    /// last batch rewritten, nil when none was left. In the caller's
+    /// transaction.
+    func compactReadBatches(after: Int64, through: Int64, limit: Int,
+                            keep: ([(observer: String, seq: Int64, keys: [PropertyKey])]) -> [Bool]) throws -> Int64? {
+        let rows = try database.rows("SELECT id, reads FROM observer_read_batches WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+                                     [.integer(after), .integer(through), .integer(Int64(limit))])
+        guard let last = rows.last?[0].int64 else { return nil }
+        var entries: [(observer: String, seq: Int64, keys: [PropertyKey])] = []
+        var shapes: [Int64] = []
+        var read = 0
+        for row in rows {
+            guard let bytes = row[1].bytes else { continue }
+            try ReadBatch.forEach(in: bytes) { id, seq, shape in
+                read += 1
+                guard let keys = try keys(ofShape: shape) else { return }
+                entries.append((id, seq, keys))
+                shapes.append(shape)
+            }
+        }
+        var kept = ReadBatch(capacity: entries.count)
+        for (index, keeping) in keep(entries).enumerated() where keeping {
+            kept.append(observer: entries[index].observer, seq: entries[index].seq, shape: shapes[index])
+        }
+        try database.execute("DELETE FROM observer_read_batches WHERE id > ? AND id <= ?", [.integer(after), .integer(last)])
+        if !kept.isEmpty {
+            try database.execute("INSERT INTO observer_read_batches (reads) VALUES (?)", [.blob(kept.bytes)])
+        }
+        batchedReads += kept.count - read
+        return last
+    }
+
+    /// The keys of the set numbered `shape`, nil when there is none.
+    private func keys(ofShape shape: Int64) throws -> [PropertyKey]? {
+        if let keys = shapeKeys[shape] { return keys }
+        guard let paths = try database.rows("SELECT paths FROM read_shapes WHERE id = ?", [.integer(shape)]).first?[0].string
+        else { return nil }
+        let keys = paths.split(separator: "\n").map { PropertyKey(String($0)) }
+        if shapeKeys.count >= Self.shapesKept { shapeKeys.removeAll(keepingCapacity: true) }
+        shapeKeys[shape] = keys
+        return keys
     }
 
     // MARK: Observers
@@ -249,7 +341,13 @@ final class SQLiteStorage: ModelStorage {
     }
 
     func clearReads(of id: String) throws {
-        try database.execute("DELETE FROM observer_read_sets WHERE observer_id = ?", [.text(id)])
+        try busyAsModelError {
+            try database.transaction {
+                try database.execute("DELETE FROM observer_read_sets WHERE observer_id = ?", [.text(id)])
+                // The entries of the batches stored so far no longer count.
+                try database.execute("UPDATE observers SET reads_from = ? WHERE id = ?", [.integer(try lastReadBatch() + 1), .text(id)])
+            }
+        }
     }
 
     func housekeep(pruneThrough seq: Int64, expired: [String], used: [ObserverSnapshot]) throws {

@@ -1,4 +1,5 @@
 import Foundation
+@testable import ModelStore
 import PostgresClient
 import SQLiteStore
 import TestSupport
@@ -63,5 +64,35 @@ struct PostgresConnection {
     func text(_ sql: String) throws -> String? {
         let rows = try connection.query(sql)
         return rows.count > 0 ? rows.string(0, 0) : nil
+    }
+}
+
+extension TestEngine {
+    /// The paths stored as read by `observer`, whether they still count or
+    /// not: on PostgreSQL its rows of `observer_reads`; on SQLite its rows
+    /// of `observer_read_sets` and its entries in `observer_read_batches`,
+    /// each set of keys named as `read_shapes` holds it.
+    static func storedReadPaths(of observer: String, folder: String) throws -> [String] {
+        if isPostgres {
+            let connection = try PostgresClient.Connection(url: try database(for: folder), applicationName: "observable-tests")
+            let rows = try connection.query("SELECT path FROM observer_reads WHERE observer_id = '\(observer)' ORDER BY path")
+            return (0..<rows.count).compactMap { rows.string($0, 0) }
+        }
+        let database = try SQLiteStore.Database(path: folder + "/observable.sqlite")
+        defer { database.close() }
+        var shapes: [Int64: [String]] = [:]
+        for row in try database.rows("SELECT id, paths FROM read_shapes") {
+            shapes[row[0].int64 ?? -1] = (row[1].string ?? "").split(separator: "\n").map(String.init)
+        }
+        var paths: [String] = []
+        for row in try database.rows("SELECT shape_id FROM observer_read_sets WHERE observer_id = ?", [.text(observer)]) {
+            paths += shapes[row[0].int64 ?? -1] ?? []
+        }
+        for row in try database.rows("SELECT reads FROM observer_read_batches ORDER BY id") {
+            ReadBatch.forEach(in: row[0].bytes ?? []) { id, _, shape in
+                if id == observer { paths += shapes[shape] ?? ["(set \(shape) missing)"] }
+            }
+        }
+        return paths.sorted()
     }
 }

@@ -1,0 +1,2 @@
+-- PostgreSQL keeps its reads one row a key.
+SELECT 1;
