@@ -32,8 +32,11 @@ public struct ObservationRegistry: Sendable {
         /// Marks the observer at `position` used `now`; it is saved at the
         /// next housekeeping when `saving` or when its saved use is stale.
         mutating func use(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, now: Double, saving: Bool = false) {
-            observers.values[position].lastUsed = now
-            if saving || observers.values[position].useIsStale(now: now) { dirty.insert(observers.keys[position]) }
+            let stale = observers.inPlace(at: position) { observer in
+                observer.lastUsed = now
+                return observer.useIsStale(now: now)
+            }
+            if saving || stale { dirty.insert(observers.keys[position]) }
         }
 
         /// The observers a change to `key` at `seq` reaches: those that read
@@ -418,7 +421,7 @@ public struct ObservationRegistry: Sendable {
         // The same first read as the last one (a new observer reading what
         // the one before it read, with no change since): what it adds is
         // that read's, kept, and its keys the same array.
-        if s.observers.values[position].reads.isEmpty, let first = s.firstReads, first.seq == seq, seq >= s.lastSeq,
+        if s.observers.inPlace(at: position, { $0.reads.isEmpty }), let first = s.firstReads, first.seq == seq, seq >= s.lastSeq,
            first.keys.count == keys.count, first.keys.count <= maxReadsPerObserver, first.keys == keys
         {
             s.use(at: position, now: now)
@@ -426,7 +429,7 @@ public struct ObservationRegistry: Sendable {
             // answer's) is found equal without comparing the keys.
             if !first.keys.isSameArray(as: keys) { s.firstReads!.keys = keys }
             try store(first.added, keys)
-            let slot = s.observers.values[position].slot
+            let slot = s.observers.inPlace(at: position) { $0.slot }
             s.joinFirstRead(at: position, slot: slot, epoch: s.slots.epoch(of: slot))
             s.observers.values[position].lastRead = keys
             return .tracked(added: first.added, wake: nil)
@@ -448,9 +451,9 @@ public struct ObservationRegistry: Sendable {
                                 _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult
     {
         // Changed in place, the observer looked up once.
-        let slot = s.observers.values[position].slot
+        let (slot, firstRead) = s.observers.inPlace(at: position) { ($0.slot, $0.reads.isEmpty) }
         let epoch = s.slots.epoch(of: slot)
-        if s.observers.values[position].reads.isEmpty {
+        if firstRead {
             // A first read (its keys distinct, see `plan`): often the same
             // as the last one, whose table is then shared.
             if let first = s.firstReads, let seq = first.seq, added.allSatisfy({ $0.1 == seq }),
@@ -795,6 +798,15 @@ struct Slots {
     }
 }
 
+extension Dictionary where Value == ObserverSnapshot {
+    /// Reads (or changes) the observer at `position` where it is stored:
+    /// `values[position].field` copies the whole snapshot first.
+    @inline(__always)
+    mutating func inPlace<T>(at position: Index, _ body: (inout ObserverSnapshot) -> T) -> T {
+        body(&values[position])
+    }
+}
+
 /// An observer's id as the registry's tables key it: with its hash worked
 /// out once. A poll or a wake-up looks its observer up in several tables,
 /// and a key's set of readers can be large: each lookup then hashes one
@@ -805,7 +817,41 @@ struct ObserverKey: Hashable, Sendable {
 
     init(_ id: String) {
         self.id = id
-        hash = id.hashValue
+        var bytes = id
+        hash = bytes.withUTF8 { Self.hash($0) }
+    }
+
+    /// A key for each process, so that the tables' layout differs from run
+    /// to run as `Hasher`'s does.
+    private static let seed = UInt64.random(in: .min ... .max)
+
+    /// The id's bytes mixed eight at a time, with `seed`: an id is
+    /// made by the server (random but for its time), so a client cannot
+    /// choose ids that collide in a table; SipHash (`String.hashValue`)
+    /// cost several times as much for each request naming an observer.
+    static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        let raw = UnsafeRawBufferPointer(bytes)
+        var h = seed ^ (UInt64(raw.count) &* 0x9E37_79B9_7F4A_7C15)
+        var offset = 0
+        while offset + 8 <= raw.count {
+            h = mix(h ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            offset += 8
+        }
+        if offset < raw.count {
+            var tail: UInt64 = 0
+            for (shift, byte) in raw[offset...].enumerated() { tail |= UInt64(byte) << UInt64(shift * 8) }
+            h = mix(h ^ tail)
+        }
+        return Int(truncatingIfNeeded: mix(h))
+    }
+
+    /// SplitMix64's finalizer: each bit of the result depends on each of `x`.
+    @inline(__always)
+    private static func mix(_ x: UInt64) -> UInt64 {
+        var z = x &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 
     static func == (a: ObserverKey, b: ObserverKey) -> Bool {
