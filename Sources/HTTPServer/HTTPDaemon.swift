@@ -344,7 +344,7 @@ public final class HTTPDaemon: Sendable {
             method: context.method,
             path: context.url,
             query: context.query,
-            headerFields: headerFields(connection),
+            fields: headerFields(connection),
             body: context.body)
         context.body = []
         let handle = Connection(daemon: self, pointer: ConnectionPointer(raw: connection), context: context)
@@ -441,7 +441,7 @@ public final class HTTPDaemon: Sendable {
     }
 
     /// The header fields as received.
-    private func headerFields(_ connection: OpaquePointer) -> [(name: String, value: String)] {
+    private func headerFields(_ connection: OpaquePointer) -> [HeaderField] {
         let box = ValueCollector()
         withExtendedLifetime(box) {
             _ = MHD_get_connection_values(connection, .HEADER_KIND, collectValue, Unmanaged.passUnretained(box).toOpaque())
@@ -494,14 +494,14 @@ final class RequestContext: @unchecked Sendable {
 }
 
 final class ValueCollector {
-    var values: [(name: String, value: String)] = []
+    var values: [HeaderField] = []
     init() { values.reserveCapacity(8) }
 }
 
 private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> MHD_Result {
     guard let cls, let key else { return .YES }
     let box = Unmanaged<ValueCollector>.fromOpaque(cls).takeUnretainedValue()
-    box.values.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+    box.values.append(HeaderField(name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
     return .YES
 }
 

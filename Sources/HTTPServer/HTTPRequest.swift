@@ -1,3 +1,9 @@
+/// One header field of a request.
+struct HeaderField: Sendable {
+    let name: String
+    let value: String
+}
+
 /// A complete request: method, path, query, headers and body.
 public struct HTTPRequest: Sendable {
     public let method: String
@@ -7,16 +13,25 @@ public struct HTTPRequest: Sendable {
     public let query: [String: String]
     /// Header fields as received, in order. A request has few: they are
     /// searched in place rather than hashed into a dictionary.
-    public let headerFields: [(name: String, value: String)]
+    public var headerFields: [(name: String, value: String)] { fields.map { ($0.name, $0.value) } }
+    /// The same, as a struct: an array of them is released by code made for
+    /// it, where an array of tuples goes through the runtime's generic
+    /// destroy, field by field.
+    let fields: [HeaderField]
     public let body: [UInt8]
 
     public init(method: String, path: String, query: [String: String] = [:],
                 headerFields: [(name: String, value: String)], body: [UInt8] = [])
     {
+        self.init(method: method, path: path, query: query, fields: headerFields.map { HeaderField(name: $0.name, value: $0.value) },
+                  body: body)
+    }
+
+    init(method: String, path: String, query: [String: String], fields: [HeaderField], body: [UInt8]) {
         self.method = method
         self.path = path
         self.query = query
-        self.headerFields = headerFields
+        self.fields = fields
         self.body = body
     }
 
@@ -26,6 +41,6 @@ public struct HTTPRequest: Sendable {
 
     /// The value of header `name` (any case); of a repeated header, the last.
     public func header(_ name: String) -> String? {
-        headerFields.last { sameHeaderName($0.name, name) }?.value
+        fields.last { sameHeaderName($0.name, name) }?.value
     }
 }

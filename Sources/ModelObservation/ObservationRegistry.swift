@@ -839,7 +839,12 @@ struct ObserverKey: Hashable, Sendable {
         }
         if offset < raw.count {
             var tail: UInt64 = 0
-            for (shift, byte) in raw[offset...].enumerated() { tail |= UInt64(byte) << UInt64(shift * 8) }
+            var shift: UInt64 = 0
+            while offset < raw.count {
+                tail |= UInt64(raw[offset]) << shift
+                shift += 8
+                offset += 1
+            }
             h = mix(h ^ tail)
         }
         return Int(truncatingIfNeeded: mix(h))
