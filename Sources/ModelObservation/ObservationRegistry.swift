@@ -503,10 +503,10 @@ public struct ObservationRegistry: Sendable {
                              now: Double, limit: Int, in s: inout State) -> TrackPlan
     {
         s.use(at: position, now: now)
-        let reads = s.observers.values[position].reads
         // A read again (most reads) adds nothing: found without allocating,
         // and of a kept answer's keys, without looking them up.
-        if !reads.isEmpty && s.observers.values[position].lastRead.isSameArray(as: keys) { return .reads([], replayed: false) }
+        let (reads, again) = s.observers.inPlace(at: position) { ($0.reads, !$0.reads.isEmpty && $0.lastRead.isSameArray(as: keys)) }
+        if again { return .reads([], replayed: false) }
         if !reads.isEmpty && keys.allSatisfy({ reads[$0] != nil }) {
             s.observers.values[position].lastRead = keys
             return .reads([], replayed: false)
@@ -817,8 +817,7 @@ struct ObserverKey: Hashable, Sendable {
 
     init(_ id: String) {
         self.id = id
-        var bytes = id
-        hash = bytes.withUTF8 { Self.hash($0) }
+        hash = id.utf8.withContiguousStorageIfAvailable { Self.hash($0) } ?? Array(id.utf8).withUnsafeBufferPointer { Self.hash($0) }
     }
 
     /// A key for each process, so that the tables' layout differs from run
