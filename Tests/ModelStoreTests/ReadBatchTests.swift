@@ -1,3 +1,5 @@
+import Concurrency
+import Dispatch
 import Foundation
 import ModelObservation
 import Models
@@ -186,5 +188,62 @@ import Testing
         store = try GroupCommitTests.makeStore(folder: folder)
         defer { store!.close() }
         #expect(Self.reads(store!, id) == ["/truck/name": 0, "/truck/donuts": 0])
+    }
+}
+
+extension ReadBatchTests {
+    /// A compaction running while other threads read, clear and delete:
+    /// a store opened afterwards knows exactly the reads the first one
+    /// knew when it closed.
+    @Test func aCompactionBesideReadsClearsAndDeletionsLosesNothingAndRevivesNothing() throws {
+        let folder = GroupCommitTests.temporaryFolder()
+        var store: Store? = try GroupCommitTests.makeStore(folder: folder)
+        let count = Store.compactionMinimum * 3
+        let ids = try (0..<count).map { _ in try store!.createObserver().id }
+        for id in ids { try store!.track([PropertyKey("/truck/name"), PropertyKey("/truck/orderCount")], by: id, at: 0) }
+        store!.foldReads(all: true)
+        // Enough gone for a compaction to be due.
+        for id in ids.prefix(Store.compactionMinimum * 2) { _ = try store!.deleteObserver(id) }
+        let rest = Array(ids.dropFirst(Store.compactionMinimum * 2))
+        // Cleared before the compaction: their earlier entries must not count again.
+        for (i, id) in rest.enumerated() where i % 29 == 1 {
+            try store!.clearReads(of: id)
+            if i % 2 == 0 { try store!.track([PropertyKey("/truck/name")], by: id, at: 0) }
+        }
+        let running = store!
+        let failures = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            do {
+                switch worker {
+                case 0:
+                    running.compactReadsIfDue()
+                case 1:
+                    for (i, id) in rest.enumerated() where i % 3 == 0 {
+                        try running.track([PropertyKey("/truck/donuts")], by: id, at: running.registry.withLock { $0.lastSeq })
+                    }
+                case 2:
+                    for (i, id) in rest.enumerated() where i % 31 == 3 {
+                        try running.clearReads(of: id)
+                        if i % 2 == 0 { try running.track([PropertyKey("/truck/name")], by: id, at: 0) }
+                    }
+                default:
+                    // Others than those read or cleared meanwhile.
+                    for (i, id) in rest.enumerated() where i % 11 == 2 && i % 3 != 0 && i % 31 != 3 { _ = try running.deleteObserver(id) }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        let known = Dictionary(uniqueKeysWithValues: ids.map { ($0, Self.reads(store!, $0)) })
+        #expect(try Self.batchEntries(store!).count < count + rest.count)  // compacted
+        store!.close()
+        store = try GroupCommitTests.makeStore(folder: folder)
+        defer { store!.close() }
+        var differing = 0
+        for id in ids where Self.reads(store!, id) != known[id]! { differing += 1 }
+        #expect(differing == 0)
+        #expect(known.values.contains { $0?["/truck/donuts"] != nil })
+        #expect(known.values.contains { $0 == ["/truck/name": 0] })
     }
 }
