@@ -48,7 +48,10 @@ let package = Package(
         .executableTarget(name: "embed-files"),
         .target(
             name: "ModelObservation",
-            dependencies: [.product(name: "DequeModule", package: "swift-collections")]
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
         ),
         // The engine: model declarations, their representation, writes and
         // change recording, group commit, and the storage interface.

@@ -1,4 +1,5 @@
 import DequeModule
+import HeapModule
 
 /// Knows every observer and the property keys it has read, indexes the
 /// reverse (key → observers), and keeps the recent change log in memory.
@@ -24,6 +25,12 @@ public struct ObservationRegistry: Sendable {
         /// Changes up to this `seq` are no longer kept.
         var prunedThrough: Int64 = 0
         var dirty: Set<ObserverKey> = []
+        /// Each observer once, by the time it could expire at the earliest
+        /// (its last use and TTL when it was queued): `expire` looks only
+        /// at those due, where a walk of every observer held the lock for
+        /// milliseconds at hundreds of thousands. One used since is queued
+        /// again at its new time; one gone is passed over.
+        var expiries = Heap<Expiry>()
         /// Per observer, the seqs of the changes it receives, appended at
         /// publish time through the reverse index, so a poll reads its own
         /// short list instead of scanning the log.
@@ -67,6 +74,15 @@ public struct ObservationRegistry: Sendable {
             }
         }
 
+        /// Queues every observer for expiry anew once the queue holds more
+        /// than twice as many entries as there are observers: those of
+        /// observers removed stay until they are due, and where expiry is
+        /// decided by the database (several instances) nothing takes them.
+        mutating func requeueIfStale() {
+            guard expiries.count > 2 * observers.count + 1024 else { return }
+            expiries = Heap(observers.map { Expiry(at: $0.value.lastUsed + Double($0.value.ttlSeconds), $0.key) })
+        }
+
         /// Gives a new observer its slot and indexes its reads.
         mutating func insert(_ observer: ObserverSnapshot) {
             let id = ObserverKey(observer.id)
@@ -76,6 +92,7 @@ public struct ObservationRegistry: Sendable {
             observer.group = -1
             observers[id] = observer
             inboxes[id] = Inbox(floor: lastSeq)
+            expiries.insert(Expiry(at: observer.lastUsed + Double(observer.ttlSeconds), id))
             index(at: observers.index(forKey: id)!)
         }
 
@@ -287,6 +304,8 @@ public struct ObservationRegistry: Sendable {
 
     public var lastSeq: Int64 { s.lastSeq }
     public var observerCount: Int { s.observers.count }
+    /// Entries queued for expiry, those of observers removed included.
+    var queuedForExpiry: Int { s.expiries.count }
     public var oldestAvailableSeq: Int64 { s.prunedThrough }
 
     public func observer(_ id: String) -> ObserverSnapshot? {
@@ -322,6 +341,7 @@ public struct ObservationRegistry: Sendable {
         s.unindex(observer, releasing: true)
         s.dirty.remove(id)
         s.inboxes[id] = nil
+        s.requeueIfStale()
         return (true, s.waiters.removeValue(forKey: id))
     }
 
@@ -665,10 +685,20 @@ public struct ObservationRegistry: Sendable {
     /// long-poll counts as use) and returns their ids.
     public mutating func expire(now: Double) -> [String] {
         var expired: [String] = []
-        // The time first: it is cheap, and most observers are in use.
-        for (id, observer) in s.observers where observer.lastUsed + Double(observer.ttlSeconds) < now && s.waiters[id] == nil {
-            expired.append(id.id)
+        var again: [Expiry] = []
+        while let due = s.expiries.min, due.time < now {
+            _ = s.expiries.removeMin()
+            guard let observer = s.observers[due.id] else { continue }
+            let time = observer.lastUsed + Double(observer.ttlSeconds)
+            if time < now && s.waiters[due.id] == nil {
+                expired.append(due.id.id)
+            } else {
+                // Used since, or parked (a parked poll counts as use: looked
+                // at again in a second, as a walk would).
+                again.append(Expiry(at: time < now ? now + 1 : time, due.id))
+            }
         }
+        for expiry in again { s.expiries.insert(expiry) }
         for id in expired.map(ObserverKey.init) {
             if let observer = s.observers.removeValue(forKey: id) {
                 droppedReadRecords += Self.records(of: observer)
@@ -704,6 +734,20 @@ public struct ObservationRegistry: Sendable {
         s.dirty.removeAll(keepingCapacity: true)
         return snapshots
     }
+}
+
+/// When an observer could expire at the earliest (`State.expiries`).
+struct Expiry: Comparable {
+    let time: Double
+    let id: ObserverKey
+
+    init(at time: Double, _ id: ObserverKey) {
+        self.time = time
+        self.id = id
+    }
+
+    static func < (a: Expiry, b: Expiry) -> Bool { a.time < b.time }
+    static func == (a: Expiry, b: Expiry) -> Bool { a.time == b.time && a.id == b.id }
 }
 
 /// One reader of a key in the reverse index: the observer's slot, the

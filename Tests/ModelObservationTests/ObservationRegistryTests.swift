@@ -1,4 +1,4 @@
-import ModelObservation
+@testable import ModelObservation
 import Testing
 
 final class Waiter: ChangeWaiter {}
@@ -195,6 +195,53 @@ final class Waiter: ChangeWaiter {}
         #expect(result2 == ["idle"])
         #expect(registry.readers(of: PropertyKey("/x")).isEmpty)
         #expect(registry.observer("parked") != nil)
+    }
+
+    /// Observers wait for expiry in the order of the time they could expire
+    /// at: one used since it was queued is looked at again at its new time,
+    /// a parked one every second until it leaves.
+    @Test func anObserverUsedSinceItWasQueuedExpiresAtItsNewTimeAndAParkedOneOnceItLeaves() {
+        var registry = ObservationRegistry(retain: 10)
+        registry.add(ObserverSnapshot(id: "used", cursor: 0, ttlSeconds: 5, lastUsed: 0))
+        registry.add(ObserverSnapshot(id: "parked", cursor: 0, ttlSeconds: 5, lastUsed: 0))
+        registry.add(ObserverSnapshot(id: "idle", cursor: 0, ttlSeconds: 7, lastUsed: 0))
+        let touched = registry.touch("used", now: 4)
+        #expect(touched)
+        _ = registry.poll("parked", since: 0, limit: 10, now: 0) { Waiter() }
+        var expired = registry.expire(now: 6)
+        #expect(expired == [])
+        expired = registry.expire(now: 7.5)
+        #expect(expired == ["idle"])
+        expired = registry.expire(now: 8.5)
+        #expect(expired == [])
+        expired = registry.expire(now: 9.5)
+        #expect(expired == ["used"])
+        #expect(registry.observer("parked") != nil)
+        // Its poll gone without being answered: it was last used at 0.
+        _ = registry.takeWaiter(of: "parked")
+        expired = registry.expire(now: 11)
+        #expect(expired == ["parked"])
+        #expect(registry.observerCount == 0)
+        expired = registry.expire(now: 100)
+        #expect(expired == [])
+    }
+
+    /// Observers removed (by a client, or by another instance's expiry)
+    /// leave their entries in the expiry queue only until it holds twice
+    /// as many as there are observers.
+    @Test func theExpiryQueueStaysWithinTwiceTheObserversWhenTheyAreRemovedOneByOne() {
+        var registry = ObservationRegistry(retain: 10)
+        for i in 0..<100 { registry.add(ObserverSnapshot(id: "kept\(i)", cursor: 0, ttlSeconds: 600, lastUsed: 0)) }
+        var most = 0
+        for i in 0..<10_000 {
+            registry.add(ObserverSnapshot(id: "gone\(i)", cursor: 0, ttlSeconds: 600, lastUsed: 0))
+            _ = registry.remove("gone\(i)")
+            most = max(most, registry.queuedForExpiry)
+        }
+        #expect(most <= 2 * 101 + 1024 + 1)
+        // The observers still there are still queued: each expires.
+        let expired = registry.expire(now: 601)
+        #expect(expired.count == 100)
     }
 
     @Test func tooManyReadsAreRefused() {
