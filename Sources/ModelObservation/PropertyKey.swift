@@ -38,3 +38,11 @@ public struct PropertyKey: Hashable, Comparable, Sendable, CustomStringConvertib
 
     public static func < (a: PropertyKey, b: PropertyKey) -> Bool { a.path < b.path }
 }
+
+extension PropertyKey {
+    /// The keys of paths stored joined by newlines (how the change log,
+    /// the sets of keys read and the read journal keep them); none for "".
+    public static func keys(joined paths: String) -> [PropertyKey] {
+        paths.split(separator: "\n").map { PropertyKey(String($0)) }
+    }
+}

@@ -181,7 +181,7 @@ extension Store {
                 case .clear:
                     _ = registry.clearReads(entry.id, now: now)
                 case .track:
-                    let keys = (entry.body ?? "").split(separator: "\n").map { PropertyKey(String($0)) }
+                    let keys = PropertyKey.keys(joined: entry.body ?? "")
                     if case .reads(let added, let replayed) = registry.planTrack(entry.id, keys: keys, at: entry.first, now: now),
                        case .tracked(_, let waiter?) = registry.applyTrack(entry.id, added, replayed: replayed)
                     {

@@ -165,7 +165,7 @@ extension ModelStorage {
     func addReads(_ reads: [JournaledRead]) throws {
         if let storage = self as? SQLiteStorage { return try storage.addReads(reads) }
         try addReads(reads.map { read in
-            ObserverReads(observer: read.observer, seq: read.seq, keys: read.paths.split(separator: "\n").map { PropertyKey(String($0)) })
+            ObserverReads(observer: read.observer, seq: read.seq, keys: PropertyKey.keys(joined: read.paths))
         })
     }
 

@@ -241,7 +241,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
 
     func changes(after seq: Int64, through last: Int64) throws -> [Change] {
         func keys(_ text: String?) -> [PropertyKey] {
-            (text ?? "").split(separator: "\n").map { PropertyKey(String($0)) }
+            PropertyKey.keys(joined: text ?? "")
         }
         let rows = try query(
             "SELECT seq, txn, path, op, old, new, keys, implied_reads FROM changes WHERE seq > $1 AND seq <= $2 ORDER BY seq",

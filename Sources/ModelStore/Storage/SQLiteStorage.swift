@@ -66,7 +66,7 @@ final class SQLiteStorage: ModelStorage {
 
     func changes(after seq: Int64) throws -> [Change] {
         func keys(_ value: SQLValue) -> [PropertyKey] {
-            (value.string ?? "").split(separator: "\n").map { PropertyKey(String($0)) }
+            PropertyKey.keys(joined: value.string ?? "")
         }
         return try database.rows(
             "SELECT seq, txn, path, op, old, new, keys, implied_reads FROM changes WHERE seq > ? ORDER BY seq", [.integer(seq)]
@@ -91,7 +91,7 @@ final class SQLiteStorage: ModelStorage {
         var keys: [Int64: [PropertyKey]] = [:]
         for row in try database.rows("SELECT id, paths FROM read_shapes") {
             guard let id = row[0].int64, let paths = row[1].string else { continue }
-            keys[id] = paths.split(separator: "\n").map { PropertyKey(String($0)) }
+            keys[id] = PropertyKey.keys(joined: paths)
         }
         var used = Set<Int64>()
         func add(_ id: String, _ seq: Int64, _ shape: Int64) -> Bool {
@@ -124,8 +124,11 @@ final class SQLiteStorage: ModelStorage {
         // Sets of keys no read names any longer. Those an entry of a batch
         // names are gone with their reads: a batch's entries that no longer
         // count are never read again.
-        for shape in keys.keys where !used.contains(shape) {
-            try database.execute("DELETE FROM read_shapes WHERE id = ?", [.integer(shape)])
+        let unused = keys.keys.filter { !used.contains($0) }
+        if !unused.isEmpty {
+            try database.transaction {
+                for shape in unused { try database.execute("DELETE FROM read_shapes WHERE id = ?", [.integer(shape)]) }
+            }
         }
         shapes.removeAll()
         lastShape = nil
@@ -321,7 +324,7 @@ final class SQLiteStorage: ModelStorage {
         if let keys = shapeKeys[shape] { return keys }
         guard let paths = try database.rows("SELECT paths FROM read_shapes WHERE id = ?", [.integer(shape)]).first?[0].string
         else { return nil }
-        let keys = paths.split(separator: "\n").map { PropertyKey(String($0)) }
+        let keys = PropertyKey.keys(joined: paths)
         if shapeKeys.count >= Self.shapesKept { shapeKeys.removeAll(keepingCapacity: true) }
         shapeKeys[shape] = keys
         return keys
