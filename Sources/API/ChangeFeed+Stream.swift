@@ -56,7 +56,7 @@ extension ChangeFeed {
         guard let stream = connection.openStream(headers: streamHeaders, initial: Array(": observing \(observer)\n\n".utf8), onDrained: { [weak self] in
             // The client took what it was behind on: on with the rest.
             guard let self, let poll = holder.withLock({ $0 }) else { return }
-            self.deliver(poll)
+            if let cursor = self.deliver(poll) { self.saveCursors([(observer, cursor)]) }
         }, onEnd: { [weak self] in
             guard let self, let poll = holder.withLock({ $0 }) else { return }
             self.registry.withLock { $0.withdraw(poll, of: observer) }
@@ -77,20 +77,24 @@ extension ChangeFeed {
                 send(repaired.changes, cursor: repaired.cursor, to: poll, asOne: true)
                 poll.cursor = repaired.cursor
             }
+            saveCursors([(observer, repaired.cursor)])
         }
         // The observer's one consumer: a poll or stream parked before gives way.
         if let displaced = registry.withLock({ $0.takeWaiter(of: observer) }) { giveWay([(observer, displaced)]) }
         store.announceParked(observer)
-        deliver(poll)
+        if let cursor = deliver(poll) { saveCursors([(observer, cursor)]) }
         return .parked
     }
 
     /// Sends `poll` what its observer has after its cursor, one event per
     /// transaction (one for all with `coalesce`), then parks it again. A
     /// client that does not keep up is sent no more until it has taken what
-    /// it was sent (the stream's `onDrained` delivers again).
-    func deliver(_ poll: StreamingPoll) {
+    /// it was sent (the stream's `onDrained` delivers again). Returns the
+    /// stream's new cursor when it sent something, for the caller to save
+    /// where instances share cursors.
+    func deliver(_ poll: StreamingPoll) -> Int64? {
         poll.delivering.withLock { _ in
+            var sent: Int64?
             while poll.stream.isOpen, !poll.stream.isBlocked {
                 let (result, _) = registry.withLock {
                     $0.poll(poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
@@ -98,15 +102,16 @@ extension ChangeFeed {
                 }
                 switch result {
                 case .parked:
-                    return
+                    return sent
                 case .changes(let changes, let cursor):
                     guard !changes.isEmpty else {
                         // Another consumer parked meanwhile: this stream gives way.
                         poll.stream.close()
-                        return
+                        return sent
                     }
                     send(changes, cursor: cursor, to: poll, asOne: poll.coalesce)
                     poll.cursor = cursor
+                    sent = cursor
                 case .unknownObserver:
                     poll.stream.close()
                 case .gone(let oldest):
@@ -117,6 +122,7 @@ extension ChangeFeed {
                     poll.stream.close()
                 }
             }
+            return sent
         }
     }
 

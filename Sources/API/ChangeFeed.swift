@@ -100,13 +100,14 @@ final class ChangeFeed: Sendable {
             // Past retention: the current value of everything it reads, at once.
             do {
                 let repaired = try store.repair(observer, since: since ?? registry.withLock { $0.observer(observer)?.cursor ?? 0 })
+                try store.saveCursors([(observer, repaired.cursor)])
                 return .response(waiter.finish(Self.feedResponse(repaired.changes, cursor: repaired.cursor)))
             } catch {
                 return .response(APIError.response(for: error))
             }
-        case .changes where since == nil:
-            // The next poll may come through another instance, without `since` again.
-            do { try store.saveCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
+        case .changes(_, let cursor):
+            // The next poll may come through another instance, without `since`.
+            do { try store.saveCursors([(observer, cursor)]) } catch { return .response(APIError.response(for: error)) }
             return .response(waiter.finish(Self.response(for: result)))
         default:
             return .response(waiter.finish(Self.response(for: result)))
@@ -137,20 +138,27 @@ final class ChangeFeed: Sendable {
         // A change many read gives many of them the same answer: it is
         // built once, and libmicrohttpd holds one copy of it for all.
         var same: [SameAnswer: HTTPResponse] = [:]
+        // Saved, where instances share them, before any answer goes out.
+        let sharing = store.sharesCursors
+        var cursors: [(id: String, cursor: Int64)] = []
         for (_, waiter) in woken {
             if let stream = waiter as? StreamingPoll {
-                deliver(stream)
+                if let cursor = deliver(stream), sharing { cursors.append((stream.observer, cursor)) }
                 continue
             }
             guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { continue }
             // Parked again only while its deadline has not passed (the
             // deadline sets `expired` before it withdraws the waiter), and
             // not in place of a newer poll.
+            // (With the planted fault `wake-every-poll`, answered even when
+            // nothing it read changed.)
+            let parkAgain = PlantedFault.current != .wakeEveryPoll
             let (result, _) = registry.withLock {
                 $0.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
-                        displacing: false, park: { poll.expired.load(ordering: .acquiring) ? nil : poll })
+                        displacing: false, park: { poll.expired.load(ordering: .acquiring) || !parkAgain ? nil : poll })
             }
             if case .parked = result { continue }
+            if sharing, case .changes(_, let cursor) = result { cursors.append((poll.observer, cursor)) }
             if case .changes(let changes, let cursor) = result, poll.headers.isEmpty {
                 let key = SameAnswer(cursor: cursor, seqs: changes.map(\.seq), coalesce: poll.coalesce)
                 if let index = same.index(forKey: key) {
@@ -166,7 +174,15 @@ final class ChangeFeed: Sendable {
             answers.append((connection, poll.finish(Self.response(for: result))))
         }
         metrics.recordWakeups(answers.count)
+        saveCursors(cursors)
         resume(answers)
+    }
+
+    /// Saves answered cursors where instances share them; a failure is
+    /// logged, the answers still go out (the database is unreachable: a
+    /// poll through another instance would fail as well).
+    func saveCursors(_ cursors: [(id: String, cursor: Int64)]) {
+        do { try store.saveCursors(cursors) } catch { store.logger.warning("could not save answered cursors: \(error)") }
     }
 
     /// What makes two woken polls' answers the same.
@@ -189,11 +205,13 @@ final class ChangeFeed: Sendable {
         daemon.resume(answers)
     }
 
-    /// What a parked poll answers now: its changes, or none with the cursor.
+    /// What a parked poll answers at its deadline: its changes, or none
+    /// with the cursor, which is saved where instances share it.
     private func answer(_ poll: ParkedPoll) -> HTTPResponse {
         let (result, _) = registry.withLock {
             $0.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: ServerClock.wallSeconds)
         }
+        if case .changes(_, let cursor) = result { saveCursors([(poll.observer, cursor)]) }
         return poll.finish(Self.response(for: result))
     }
 

@@ -21,6 +21,8 @@ extension ObservableAPI {
         router.get("/observers/:id") { [self] context in
             let id = context.parameter("id")
             try store.synchronize()
+            // The cursor last answered through any instance.
+            try store.refreshCursor(of: id)
             guard let observer = store.registry.withLock({ $0.touch(id, now: ServerClock.wallSeconds) ? $0.observer(id) : nil }) else {
                 throw APIError(404, "no observer \(id)")
             }
@@ -55,6 +57,7 @@ extension ObservableAPI {
                     let lastEvent = try Self.nonNegativeInteger(last, "Last-Event-ID")
                     since = max(since ?? lastEvent, lastEvent)
                 }
+                if since == nil { try store.refreshCursor(of: context.parameter("id")) }
                 return feed.stream(context.parameter("id"), since: since, coalesce: coalesce, repair: repair,
                                    headers: context.corsHeaders, connection: context.connection)
             }

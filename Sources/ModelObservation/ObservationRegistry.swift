@@ -492,7 +492,10 @@ public struct ObservationRegistry: Sendable {
             }
         } else {
             s.observers.values[position].reads.reserveCapacity(s.observers.values[position].reads.count + added.count)
-            for (key, readAt) in added where s.observers.values[position].reads.updateValue(readAt, forKey: key) == nil {
+            // A key read since the plan (another read of the same observer
+            // in the same commit) keeps its first `seq`.
+            for (key, readAt) in added where s.observers.values[position].reads[key] == nil {
+                s.observers.values[position].reads[key] = readAt
                 s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
             }
         }
@@ -591,11 +594,15 @@ public struct ObservationRegistry: Sendable {
                     inbox.seqs.append(seq)
                     s.inboxes[id] = inbox
                 }
-                if !impliedReads.isEmpty, let position = s.observers.index(forKey: id) {
+                if !impliedReads.isEmpty, PlantedFault.current != .dropImpliedReads, let position = s.observers.index(forKey: id) {
                     let slot = s.observers.values[position].slot
                     let epoch = s.slots.epoch(of: slot)
                     var added: [PropertyKey] = []
-                    for key in impliedReads where s.observers.values[position].reads.updateValue(seq, forKey: key) == nil {
+                    // A key already read keeps its `seq` (an appended row
+                    // implies the rows' membership its reader read): moved
+                    // later, a replay from before would pass over changes.
+                    for key in impliedReads where s.observers.values[position].reads[key] == nil {
+                        s.observers.values[position].reads[key] = seq
                         s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: seq))
                         if implied != nil { added.append(key) }
                     }
@@ -608,6 +615,10 @@ public struct ObservationRegistry: Sendable {
         }
         while s.log.count > retain, let first = s.log.popFirst() {
             s.prunedThrough = first.seq
+        }
+        if PlantedFault.current == .wakeEveryPoll {
+            for (id, waiter) in s.waiters where !woken.contains(where: { $0.observer == id.id }) { woken.append((id.id, waiter)) }
+            s.waiters.removeAll()
         }
         return woken
     }
@@ -629,8 +640,7 @@ public struct ObservationRegistry: Sendable {
         // Found once by position and updated in place: a poll is on the
         // path of every wake-up, and each lookup hashes the id again.
         guard let position = s.observers.index(forKey: id) else { return (.unknownObserver, nil) }
-        // Without `since`, the implicit cursor is in use: saved every time.
-        s.use(at: position, now: now, saving: since == nil)
+        s.use(at: position, now: now)
         let observer = s.observers.values[position]
         let since = since ?? observer.cursor
         if since < s.prunedThrough { return (.gone(oldestAvailable: s.prunedThrough), nil) }
@@ -652,15 +662,26 @@ public struct ObservationRegistry: Sendable {
             let displaced = s.waiters.updateValue(waiter, forKey: id)
             return (.parked, displaced)
         }
-        s.observers.values[position].cursor = cursor
+        // The cursor last answered, whatever `since` was, is where a poll
+        // without `since` goes on: saved at the next housekeeping, and so
+        // by a clean stop.
+        if observer.cursor != cursor, PlantedFault.current != .forgetCursor {
+            s.observers.values[position].cursor = cursor
+            s.dirty.insert(id)
+        }
         return (.changes(found, cursor: cursor), nil)
     }
 
-    /// Moves observer `id`'s cursor up to `cursor` (never back).
-    public mutating func raiseCursor(of id: String, to cursor: Int64) {
+    /// Makes `cursor` observer `id`'s cursor, the default `since`: the one
+    /// last answered to it (a repair's), or saved by another instance.
+    /// Saved at the next housekeeping when it moved.
+    public mutating func setCursor(of id: String, to cursor: Int64) {
         let id = ObserverKey(id)
-        guard let current = s.observers[id]?.cursor, current < cursor else { return }
-        s.observers[id]!.cursor = min(cursor, s.lastSeq)
+        guard let position = s.observers.index(forKey: id), PlantedFault.current != .forgetCursor else { return }
+        let cursor = min(cursor, s.lastSeq)
+        guard s.observers.values[position].cursor != cursor else { return }
+        s.observers.values[position].cursor = cursor
+        s.dirty.insert(id)
     }
 
     /// Observer `id`'s parked waiter, if any.

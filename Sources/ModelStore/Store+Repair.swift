@@ -62,7 +62,7 @@ extension Store {
                 }
             }
         }
-        registry.withLock { $0.raiseCursor(of: id, to: cursor) }
+        registry.withLock { $0.setCursor(of: id, to: cursor) }
         return (changes, cursor)
     }
 }

@@ -256,18 +256,25 @@ extension Store {
         }
     }
 
-    /// Makes observer `id`'s cursor (the default `since`) the latest any
-    /// instance answered and saved. Nothing to do on a database of one's own.
+    /// Makes observer `id`'s cursor (the default `since`) the one last
+    /// answered to it through any instance. Nothing to do on a database of
+    /// one's own, where the registry's is that one.
     public func refreshCursor(of id: String) throws {
-        guard let shared, let saved = try shared.savedCursor(of: id) else { return }
-        registry.withLock { $0.raiseCursor(of: id, to: saved) }
+        guard let shared, PlantedFault.current != .forgetCursor, let saved = try shared.savedCursor(of: id) else { return }
+        registry.withLock { $0.setCursor(of: id, to: saved) }
     }
 
-    /// Saves observer `id`'s cursor now, for a poll through another instance
-    /// that leaves out `since` (otherwise saved with the housekeeping).
-    public func saveCursor(of id: String) throws {
-        guard let shared, let cursor = registry.withLock({ $0.observer(id)?.cursor }) else { return }
-        try shared.saveCursor(cursor, of: id)
+    /// Whether answered cursors are saved as they are answered (several
+    /// instances), rather than by the housekeeping.
+    public var sharesCursors: Bool { shared != nil && PlantedFault.current != .forgetCursor }
+
+    /// Saves the cursors just answered to these observers before the
+    /// answers go out, so that each one's next request, through any
+    /// instance, goes on from there. On a database of one's own the
+    /// housekeeping saves them (within a second, and at a clean stop).
+    public func saveCursors(_ cursors: [(id: String, cursor: Int64)]) throws {
+        guard let shared, !cursors.isEmpty, sharesCursors else { return }
+        try shared.saveCursors(cursors)
     }
 
     /// Answers this instance's parked polls of observers parked anew elsewhere.

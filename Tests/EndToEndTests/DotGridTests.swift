@@ -389,4 +389,26 @@ private func gridDots(_ grid: JSONValue) -> [[JSONValue]] {
         #expect(try again.changes(observer, since: since).json.changePaths == ["/grid/dots/\(appendedID)/isRandomAnimated", "/grid/rows"])
         #expect(gridDots(try again.get("/grid").json).map(\.count) == [4, 2, 4, 4])
     }
+
+    /// A reader of the grid hears an appended dot and an appended row, and
+    /// a replay of the same range gives them again: an appended row's own
+    /// read of the rows' membership does not move the reader's.
+    @Test func aReplayGivesTheRowsInsertsAgain() throws {
+        let server = try TestServer()
+        let client = server.client
+        let observer = try client.observer()
+        let since = try #require(try client.get("/grid", observer: observer).cursor)
+        #expect(try client.post("/grid/rows/1/dots").status == 200)
+        #expect(try client.post("/grid/rows", ["dots": 2]).status == 201)
+        let first = try client.changes(observer).json
+        #expect(first.changeList.map { $0["op"] } == ["insert", "insert"])
+        #expect(first.changePaths == ["/grid/rows", "/grid/rows"])
+        for _ in 0..<2 {
+            #expect(try client.changes(observer, since: since).json == first)
+        }
+        // So is a dot of the appended row, read through the insert.
+        let row = try #require(first.changeList.last?["new"]?["dots"]?.arrayValue?.first?["id"]?.stringValue)
+        _ = try client.patch("/grid/dots/\(row)", ["isTapAnimated": true])
+        #expect(try client.changes(observer, since: since).json.changePaths == ["/grid/rows", "/grid/rows", "/grid/dots/\(row)/isTapAnimated"])
+    }
 }

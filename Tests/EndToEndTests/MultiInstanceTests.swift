@@ -39,6 +39,44 @@ import TestSupport
         #expect(seconds < 10)
     }
 
+    /// The cursor answered through one instance, by a poll with `since`
+    /// or without, at once, woken or at its deadline, is where a poll
+    /// without `since` through another goes on, and what each instance
+    /// shows: a client whose requests go anywhere is told nothing twice.
+    @Test func theCursorLastAnsweredThroughOneInstanceIsTheOneEveryInstanceGoesOnFrom() throws {
+        let servers = try Self.cluster()
+        let (a, b, c) = (servers[0].client, servers[1].client, servers[2].client)
+        let observer = try a.observer()
+        let since = try #require(try b.get("/truck/orderCount", observer: observer).cursor)
+        for _ in 0..<3 { #expect(try c.post("/truck/orders", Self.order).status == 201) }
+        let answered = try a.changes(observer, since: since).json
+        #expect(answered.changeList.count == 3)
+        let cursor = try #require(answered["cursor"]?.intValue)
+        #expect(try b.changes(observer).json == ["cursor": .int(Int64(cursor)), "changes": []])
+        #expect(try c.get("/observers/\(observer)").json["cursor"]?.intValue == cursor)
+
+        // A replay through C moves it back to what C answered.
+        let replay = try c.changes(observer, since: since, extra: "&limit=1").json
+        #expect(replay.changeList.count == 1)
+        #expect(try a.changes(observer).json.changeList.count == 2)
+
+        // Woken on B by a write through C; then A goes on from B's answer.
+        let parked = try TestConnection(port: servers[1].port)
+        try parked.send("GET", "/observers/\(observer)/changes?since=\(cursor)&timeout=20")
+        try b.waitUntil(parked: 1)
+        #expect(try c.post("/truck/orders", Self.order).status == 201)
+        let woken = try parked.receive().json
+        #expect(woken.changeList.count == 1)
+        #expect(try a.changes(observer).json == ["cursor": woken["cursor"]!, "changes": []])
+
+        // At its deadline, past changes it did not read: its cursor moved on.
+        let name = try c.patch("/truck", ["name": "Elsewhere"])
+        #expect(name.status == 200)
+        let expired = try b.changes(observer, since: Int64(try #require(woken["cursor"]?.intValue)), timeout: 0.2).json
+        #expect(expired.changeList.isEmpty)
+        #expect(try c.get("/observers/\(observer)").json["cursor"] == expired["cursor"])
+    }
+
     @Test func oneObserverIsTheSameThroughEveryInstance() throws {
         let servers = try Self.cluster()
         let clients = servers.map(\.client)

@@ -39,6 +39,41 @@ import TestSupport
         #expect(next.changeList == [["seq": 6, "path": "/truck/orderCount", "op": "set", "old": 1, "new": 2]])
     }
 
+    /// The cursor a poll answers is where the next poll without `since`
+    /// goes on, whether the answered poll named `since` or not, parked or
+    /// not, and a clean stop keeps it: nothing told is told again.
+    @Test func theCursorLastAnsweredSurvivesACleanStop() throws {
+        let folder = temporaryFolder()
+        let server = try ServerProcess(folder: folder)
+        let client = server.client
+        let observer = try client.observer()
+        let created = try #require(try client.get("/observers/\(observer)").json["cursor"]?.intValue)
+        _ = try client.get("/truck/orderCount", observer: observer)
+        for _ in 0..<3 { #expect(try client.post("/truck/orders", MultiInstanceTests.order).status == 201) }
+        let answered = try client.changes(observer, since: Int64(created)).json
+        #expect(answered.changeList.count == 3)
+        let cursor = try #require(answered["cursor"]?.intValue)
+        #expect(server.stop() == 0)
+
+        let restarted = try ServerProcess(folder: folder)
+        let again = restarted.client
+        #expect(try again.get("/observers/\(observer)").json["cursor"]?.intValue == cursor)
+        #expect(try again.changes(observer).json.changeList.isEmpty)
+        // A parked poll with `since`, woken by a change: its answer's cursor too.
+        let parked = try TestConnection(port: restarted.port)
+        try parked.send("GET", "/observers/\(observer)/changes?since=\(cursor)&timeout=20")
+        try again.waitUntil(parked: 1)
+        #expect(try again.post("/truck/orders", MultiInstanceTests.order).status == 201)
+        let woken = try parked.receive().json
+        #expect(woken.changeList.count == 1)
+        let last = try #require(woken["cursor"]?.intValue)
+        #expect(restarted.stop() == 0)
+
+        let third = try ServerProcess(folder: folder)
+        #expect(try third.client.get("/observers/\(observer)").json["cursor"]?.intValue == last)
+        #expect(try third.client.changes(observer).json.changeList.isEmpty)
+    }
+
     /// An observer of a collection has read the elements inserted later
     /// (SPEC 3a), and still has after a restart; one that did not read the
     /// collection, or was deleted, gained nothing.

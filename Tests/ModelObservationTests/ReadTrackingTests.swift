@@ -65,4 +65,21 @@ import Testing
         let result3 = registry.touch("nobody", now: 5, hasRead: [])
         #expect(!result3)
     }
+
+    /// An insert whose element's keys include one its reader already read
+    /// (an appended row implies the rows' membership) leaves that read's
+    /// `seq` as it was: moved to the insert's, a poll from before would
+    /// pass over every change in between, the insert among them.
+    @Test func anImpliedReadOfAKeyAlreadyReadKeepsItsSeq() {
+        var registry = ObservationRegistry(retain: 100)
+        registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+        _ = registry.track("a", keys: [Self.list], at: 0, now: 0)
+        let insert = PendingChange.insert(into: Self.list.path, element: "{}", elementKeys: [Self.list, Self.name])
+        _ = registry.publish([insert.committed(seq: 1, transaction: 1), insert.committed(seq: 2, transaction: 2)])
+        #expect(registry.observer("a")?.reads == [Self.list: 0, Self.name: 1])
+        for since: Int64 in [0, 0] {  // the first poll answers from the inbox, the replay from the log
+            #expect(Self.changes(&registry, since: since)?.map(\.seq) == [1, 2])
+        }
+        #expect(Self.changes(&registry, since: 1)?.map(\.seq) == [2])
+    }
 }

@@ -465,15 +465,16 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
             do {
                 try connection.query("DELETE FROM changes WHERE seq <= $1", [String(seq)])
                 if !used.isEmpty {
-                    // Several instances save uses and cursors: the latest stays.
+                    // Several instances save uses: the latest stays. Cursors
+                    // are saved with each answer (`saveCursors`), never
+                    // here: an instance's copy may be older than another's.
                     try connection.query(
                         """
-                        UPDATE observers AS o SET cursor = GREATEST(o.cursor, u.cursor), last_used = GREATEST(o.last_used, u.last_used)
-                        FROM unnest($1::text[], $2::bigint[], $3::float8[]) AS u (id, cursor, last_used)
+                        UPDATE observers AS o SET last_used = GREATEST(o.last_used, u.last_used)
+                        FROM unnest($1::text[], $2::float8[]) AS u (id, last_used)
                         WHERE o.id = u.id
                         """,
-                        [Self.array(used.map(\.id)), Self.array(used.map { String($0.cursor) }),
-                         Self.array(used.map { String($0.lastUsed) })])
+                        [Self.array(used.map(\.id)), Self.array(used.map { String($0.lastUsed) })])
                 }
                 try connection.execute("COMMIT")
             } catch {
@@ -612,8 +613,20 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         try probing { try $0.query("SELECT cursor FROM observers WHERE id = $1", [id]).int64(0, 0) }
     }
 
-    func saveCursor(_ cursor: Int64, of id: String) throws {
-        try probing { try $0.query("UPDATE observers SET cursor = GREATEST(cursor, $2) WHERE id = $1", [id, String(cursor)]) }
+    func saveCursors(_ cursors: [(id: String, cursor: Int64)]) throws {
+        guard !cursors.isEmpty else { return }
+        if cursors.count == 1 {
+            try probing { try $0.query("UPDATE observers SET cursor = $2 WHERE id = $1", [cursors[0].id, String(cursors[0].cursor)]) }
+            return
+        }
+        try probing {
+            try $0.query(
+                """
+                UPDATE observers AS o SET cursor = u.cursor
+                FROM unnest($1::text[], $2::bigint[]) AS u (id, cursor) WHERE o.id = u.id
+                """,
+                [Self.array(cursors.map(\.id)), Self.array(cursors.map { String($0.cursor) })])
+        }
     }
 
     func announceParked(instance: String, observer: String) throws {

@@ -42,8 +42,10 @@ public protocol SharedStorage: ModelStorage, Sendable {
     func announceParked(instance: String, observer: String) throws
     /// The cursor saved for observer `id` (by any instance).
     func savedCursor(of id: String) throws -> Int64?
-    /// Saves `cursor` as observer `id`'s, unless a later one is saved.
-    func saveCursor(_ cursor: Int64, of id: String) throws
+    /// Saves each observer's cursor as the one last answered to it,
+    /// through whichever instance: the latest saved is the one a poll
+    /// without `since` goes on from.
+    func saveCursors(_ cursors: [(id: String, cursor: Int64)]) throws
     /// Observers past their TTL (with `grace` seconds more), by the uses
     /// every instance has saved.
     func expiredObservers(now: Double, grace: Double) throws -> [String]
