@@ -1175,3 +1175,1234 @@ class Writes:
         ]
         fns, weights = zip(*table)
         return rng.choices(fns, weights)[0]()
+
+
+# ---------------------------------------------------------------------------
+# Reads: what each GET answers and which paths it tracks
+
+
+def pick_fields(rng, names, always_id=True):
+    """None (no fields=) or a non-empty selection, sometimes with id."""
+    if rng.random() < 0.55:
+        return None
+    chosen = [n for n in names if rng.random() < 0.5]
+    if not chosen:
+        chosen = [rng.choice(names)]
+    if always_id and rng.random() < 0.3:
+        chosen = ["id"] + chosen
+    return chosen
+
+
+def select(obj, fields, keep_id=True):
+    if fields is None:
+        return obj
+    out = {}
+    if keep_id and "id" in obj:
+        out["id"] = obj["id"]
+    for f in fields:
+        if f in obj:
+            out[f] = obj[f]
+    return out
+
+
+class Reads:
+    def __init__(self, checker):
+        self.c = checker
+        self.st = checker.st
+        self.rng = checker.rng
+
+    def url(self, base, fields, extra=None):
+        q = []
+        if extra:
+            q += extra
+        if fields is not None:
+            q.append("fields=" + ",".join(fields))
+        return base + ("?" + "&".join(q) if q else "")
+
+    def choose(self):
+        """(url, expected body, tracked paths)."""
+        st, rng = self.st, self.rng
+        opts = [self.truck, self.truck_donuts, self.donut, self.truck_orders, self.order, self.order_count, self.account,
+                self.grid, self.grid_row, self.dot, self.dot_at, self.posts, self.post, self.staggered,
+                self.jobs, self.job, self.games, self.game, self.card]
+        weights = [3, 2, 3, 1.5, 1, 2, 2, 1, 1.5, 3, 2, 1.5, 1, 1, 1.5, 2, 1, 2, 2]
+        while True:
+            r = rng.choices(opts, weights)[0]()
+            if r is not None:
+                return r
+
+    def truck(self):
+        st = self.st
+        f = pick_fields(self.rng, ["name", "donuts", "orders", "orderCount"], always_id=False)
+        full = st.truck()
+        body = {k: full[k] for k in (f or full)}
+        paths = []
+        sel = f or ["name", "donuts", "orders", "orderCount"]
+        if "name" in sel:
+            paths.append("/truck/name")
+        if "orderCount" in sel:
+            paths.append("/truck/orderCount")
+        if "donuts" in sel:
+            paths.append("/truck/donuts")
+            paths += [f"/truck/donuts/{i}/{x}" for i in st.donuts for x in DONUT_FIELDS]
+        if "orders" in sel:
+            paths.append("/truck/orders")
+            paths += [f"/truck/orders/{i}/{x}" for i in st.orders for x in ("donutId", "quantity")]
+        return self.url("/truck", f), body, paths
+
+    def truck_donuts(self):
+        st = self.st
+        f = pick_fields(self.rng, list(DONUT_FIELDS))
+        sel = [x for x in (f or DONUT_FIELDS) if x != "id"]
+        body = {"donuts": [select(st.donut(i), f) for i in st.donuts]}
+        paths = ["/truck/donuts"] + [f"/truck/donuts/{i}/{x}" for i in st.donuts for x in sel]
+        return self.url("/truck/donuts", f), body, paths
+
+    def donut(self):
+        st = self.st
+        if not st.donuts:
+            return None
+        i = self.rng.choice(list(st.donuts))
+        f = pick_fields(self.rng, list(DONUT_FIELDS))
+        sel = [x for x in (f or DONUT_FIELDS) if x != "id"]
+        return self.url(f"/truck/donuts/{i}", f), select(st.donut(i), f), [f"/truck/donuts/{i}/{x}" for x in sel]
+
+    def truck_orders(self):
+        st = self.st
+        f = pick_fields(self.rng, ["donutId", "quantity"])
+        sel = [x for x in (f or ["donutId", "quantity"]) if x != "id"]
+        body = {"orders": [select(st.order(i), f) for i in st.orders]}
+        paths = ["/truck/orders"] + [f"/truck/orders/{i}/{x}" for i in st.orders for x in sel]
+        return self.url("/truck/orders", f), body, paths
+
+    def order(self):
+        st = self.st
+        if not st.orders:
+            return None
+        i = self.rng.choice(list(st.orders))
+        f = pick_fields(self.rng, ["donutId", "quantity"])
+        sel = [x for x in (f or ["donutId", "quantity"]) if x != "id"]
+        return self.url(f"/truck/orders/{i}", f), select(st.order(i), f), [f"/truck/orders/{i}/{x}" for x in sel]
+
+    def order_count(self):
+        f = ["orderCount"] if self.rng.random() < 0.2 else None
+        return self.url("/truck/orderCount", f), {"orderCount": len(self.st.orders)}, ["/truck/orderCount"]
+
+    def account(self):
+        f = ["userName"] if self.rng.random() < 0.2 else None
+        return self.url("/account", f), {"userName": self.st.user}, ["/account/userName"]
+
+    def grid(self):
+        st = self.st
+        f = pick_fields(self.rng, list(DOT_FIELDS))
+        sel = [x for x in (f or DOT_FIELDS) if x != "id"]
+        body = {"rows": [[select(st.dot(i), f) for i in row] for row in st.rows]}
+        paths = ["/grid/rows"] + [f"/grid/dots/{i}/{x}" for row in st.rows for i in row for x in sel]
+        return self.url("/grid", f), body, paths
+
+    def grid_row(self):
+        st = self.st
+        r = self.rng.randrange(len(st.rows))
+        f = pick_fields(self.rng, list(DOT_FIELDS))
+        sel = [x for x in (f or DOT_FIELDS) if x != "id"]
+        body = {"row": r, "dots": [select(st.dot(i), f) for i in st.rows[r]]}
+        paths = ["/grid/rows"] + [f"/grid/dots/{i}/{x}" for i in st.rows[r] for x in sel]
+        return self.url(f"/grid/rows/{r}", f), body, paths
+
+    def dot(self):
+        st = self.st
+        i = self.rng.choice(list(st.dots))
+        f = pick_fields(self.rng, list(DOT_FIELDS))
+        sel = [x for x in (f or DOT_FIELDS) if x != "id"]
+        return self.url(f"/grid/dots/{i}", f), select(st.dot(i), f), [f"/grid/dots/{i}/{x}" for x in sel]
+
+    def dot_at(self):
+        st = self.st
+        r = self.rng.randrange(len(st.rows))
+        c = self.rng.randrange(len(st.rows[r]))
+        i = st.rows[r][c]
+        f = pick_fields(self.rng, list(DOT_FIELDS))
+        sel = [x for x in (f or DOT_FIELDS) if x != "id"]
+        return self.url(f"/grid/rows/{r}/dots/{c}", f), select(st.dot(i), f), [f"/grid/dots/{i}/{x}" for x in sel]
+
+    def posts(self):
+        st = self.st
+        f = pick_fields(self.rng, ["imageURL", "height"])
+        sel = [x for x in (f or ["imageURL", "height"]) if x != "id"]
+        body = {"posts": [select(st.post(i), f) for i in st.posts]}
+        return self.url("/posts", f), body, ["/posts"] + [f"/posts/{i}/{x}" for i in st.posts for x in sel]
+
+    def post(self):
+        st = self.st
+        if not st.posts:
+            return None
+        i = self.rng.choice(list(st.posts))
+        f = pick_fields(self.rng, ["imageURL", "height"])
+        sel = [x for x in (f or ["imageURL", "height"]) if x != "id"]
+        return self.url(f"/posts/{i}", f), select(st.post(i), f), [f"/posts/{i}/{x}" for x in sel]
+
+    def staggered(self):
+        st = self.st
+        n = self.rng.randint(1, 5)
+        layout = self.rng.choice([None, "roundRobin", "balanced"])
+        f = pick_fields(self.rng, ["imageURL", "height"])
+        sel = [x for x in (f or ["imageURL", "height"]) if x != "id"]
+        cols = [[] for _ in range(n)]
+        sums = [0.0] * n
+        for k, i in enumerate(st.posts):
+            if layout == "balanced":
+                j = min(range(n), key=lambda x: (sums[x], x))
+            else:
+                j = k % n
+            cols[j].append(select(st.post(i), f))
+            sums[j] += st.posts[i]["height"]
+        extra = [] if (n == 2 and self.rng.random() < 0.3) else [f"columns={n}"]
+        if extra == [] and n != 2:
+            extra = [f"columns={n}"]
+        if layout:
+            extra.append(f"layout={layout}")
+        return self.url("/posts/staggered", f, extra), {"columns": cols}, ["/posts"] + [f"/posts/{i}/{x}" for i in st.posts for x in sel]
+
+    def jobs(self):
+        st = self.st
+        f = pick_fields(self.rng, ["progress", "isComplete"])
+        sel = [x for x in (f or ["progress", "isComplete"]) if x != "id"]
+        body = {"jobs": [select(st.job(i), f) for i in st.jobs]}
+        return self.url("/jobs", f), body, ["/jobs"] + [f"/jobs/{i}/{x}" for i in st.jobs for x in sel]
+
+    def job(self):
+        st = self.st
+        if not st.jobs:
+            return None
+        i = self.rng.choice(list(st.jobs))
+        f = pick_fields(self.rng, ["progress", "isComplete"])
+        sel = [x for x in (f or ["progress", "isComplete"]) if x != "id"]
+        return self.url(f"/jobs/{i}", f), select(st.job(i), f), [f"/jobs/{i}/{x}" for x in sel]
+
+    def game_paths(self, g, sel):
+        out = []
+        if "cards" in sel:
+            out.append(f"/games/{g}/cards")
+            out += [f"/games/{g}/cards/{c['id']}/{x}" for c in self.st.games[g]["cards"] for x in CARD_FIELDS]
+        if "isOver" in sel:
+            out.append(f"/games/{g}/isOver")
+        return out
+
+    def games(self):
+        st = self.st
+        f = pick_fields(self.rng, ["cards", "isOver"])
+        sel = [x for x in (f or ["cards", "isOver"]) if x != "id"]
+        body = {"games": [select(st.game(i), f) for i in st.games]}
+        paths = ["/games"]
+        for g in st.games:
+            paths += self.game_paths(g, sel)
+        return self.url("/games", f), body, paths
+
+    def game(self):
+        st = self.st
+        if not st.games:
+            return None
+        g = self.rng.choice(list(st.games))
+        f = pick_fields(self.rng, ["cards", "isOver"])
+        sel = [x for x in (f or ["cards", "isOver"]) if x != "id"]
+        return self.url(f"/games/{g}", f), select(st.game(g), f), self.game_paths(g, sel)
+
+    def card(self):
+        st = self.st
+        if not st.games:
+            return None
+        g = self.rng.choice(list(st.games))
+        card = self.rng.choice(st.games[g]["cards"])
+        f = pick_fields(self.rng, list(CARD_FIELDS))
+        sel = [x for x in (f or CARD_FIELDS) if x != "id"]
+        return (self.url(f"/games/{g}/cards/{card['id']}", f), select(dict(card), f),
+                [f"/games/{g}/cards/{card['id']}/{x}" for x in sel])
+
+    def everything(self):
+        """The reads the all-seeing observer makes: every resource, whole."""
+        st = self.st
+        out = []
+        t = st.truck()
+        out.append(("/truck", t, ["/truck/name", "/truck/orderCount", "/truck/donuts", "/truck/orders"]
+                    + [f"/truck/donuts/{i}/{x}" for i in st.donuts for x in DONUT_FIELDS]
+                    + [f"/truck/orders/{i}/{x}" for i in st.orders for x in ("donutId", "quantity")]))
+        out.append(("/account", {"userName": st.user}, ["/account/userName"]))
+        out.append(("/grid", st.grid(), ["/grid/rows"] + [f"/grid/dots/{i}/{x}" for i in st.dots for x in DOT_FIELDS]))
+        out.append(("/posts", {"posts": [st.post(i) for i in st.posts]},
+                    ["/posts"] + [f"/posts/{i}/{x}" for i in st.posts for x in ("imageURL", "height")]))
+        out.append(("/jobs", {"jobs": [st.job(i) for i in st.jobs]},
+                    ["/jobs"] + [f"/jobs/{i}/{x}" for i in st.jobs for x in ("progress", "isComplete")]))
+        gp = ["/games"]
+        for g in st.games:
+            gp += self.game_paths(g, ["cards", "isOver"])
+        out.append(("/games", {"games": [st.game(i) for i in st.games]}, gp))
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Streams (Server-Sent Events) over a raw socket
+
+
+class StreamReader(threading.Thread):
+    """Reads one SSE answer; collects (id, event, data, retry) tuples."""
+
+    def __init__(self, port, path, headers):
+        super().__init__(daemon=True)
+        self.port, self.path, self.headers = port, path, headers
+        self.events = []
+        self.status = None
+        self.content_type = None
+        self.error = None
+        self.ended = False
+        self.stop_flag = False
+        self.sock = None
+        self.opened = threading.Event()
+
+    def run(self):
+        try:
+            self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            req = f"GET {self.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+            for k, v in self.headers.items():
+                req += f"{k}: {v}\r\n"
+            self.sock.sendall((req + "\r\n").encode())
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise ConnectionLost("stream closed before its headers")
+                buf += chunk
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            lines = head.decode("latin-1").split("\r\n")
+            self.status = int(lines[0].split()[1])
+            hdrs = {}
+            for line in lines[1:]:
+                k, _, v = line.partition(":")
+                hdrs[k.strip().lower()] = v.strip()
+            self.content_type = hdrs.get("content-type", "")
+            self.opened.set()
+            chunked = "chunked" in hdrs.get("transfer-encoding", "").lower()
+            if self.status != 200:
+                return
+            self.sock.settimeout(0.2)
+            raw = buf
+            text = ""
+            while not self.stop_flag:
+                # decode what we have
+                if chunked:
+                    while True:
+                        j = raw.find(b"\r\n")
+                        if j < 0:
+                            break
+                        size = int(raw[:j].split(b";")[0], 16)
+                        if size == 0:
+                            self.ended = True
+                            break
+                        if len(raw) < j + 2 + size + 2:
+                            break
+                        text += raw[j + 2:j + 2 + size].decode("utf-8")
+                        raw = raw[j + 2 + size + 2:]
+                else:
+                    text += raw.decode("utf-8")
+                    raw = b""
+                while "\n\n" in text:
+                    block, text = text.split("\n\n", 1)
+                    self.parse(block)
+                if self.ended:
+                    break
+                try:
+                    more = self.sock.recv(65536)
+                except socket.timeout:
+                    continue
+                if not more:
+                    self.ended = True
+                    break
+                raw += more
+        except Exception as e:   # noqa: BLE001
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            self.opened.set()
+            try:
+                if self.sock:
+                    self.sock.close()
+            except OSError:
+                pass
+
+    def parse(self, block):
+        ev = {"id": None, "event": None, "data": [], "retry": None}
+        anything = False
+        for line in block.split("\n"):
+            if not line or line.startswith(":"):
+                continue
+            k, _, v = line.partition(":")
+            v = v[1:] if v.startswith(" ") else v
+            anything = True
+            if k == "data":
+                ev["data"].append(v)
+            elif k in ("id", "event", "retry"):
+                ev[k] = v
+        if anything:
+            ev["data"] = "\n".join(ev["data"])
+            self.events.append(ev)
+
+    def close(self):
+        self.stop_flag = True
+        self.join(timeout=3)
+
+
+# ---------------------------------------------------------------------------
+# The checker for one client at a time (sequential and cluster modes)
+
+
+class Checker:
+    def __init__(self, args, report, instances):
+        self.args = args
+        self.report = report
+        self.rng = random.Random(args.seed)
+        self.instances = instances
+        self.clients = [Client(i.port) for i in instances]
+        self.st = State()
+        self.log = Log()
+        self.observers = []          # live Observer objects
+        self.deleted = []            # deleted observer ids
+        self.all_ids = 0
+        self.etags = {}              # url -> (etag, body json)
+        self.writes = Writes(self)
+        self.reads = Reads(self)
+        self.seer = None
+        self.stats = collections.Counter()
+        self.longpoll_budget = args.longpolls
+        self.stream_budget = args.streams
+
+    # -- transport
+    def pick(self):
+        k = self.rng.randrange(len(self.instances)) if len(self.instances) > 1 else 0
+        return k
+
+    def req(self, method, path, body=None, raw=None, headers=None, k=None, timeout=None):
+        if k is None:
+            k = self.pick()
+        inst = self.instances[k]
+        if self.clients[k].port != inst.port:
+            self.clients[k].close()
+            self.clients[k] = Client(inst.port)
+        try:
+            return self.clients[k].request(method, path, body=body, raw=raw, headers=headers, timeout=timeout)
+        except ConnectionLost as e:
+            alive = inst.alive()
+            self.report.fail("crash", f"{inst.name}: {e}; the process is {'alive' if alive else 'gone: see ' + inst.log_path}")
+            if not alive:
+                inst.proc = None
+                inst.start()
+            raise
+
+    def current_etag(self, url):
+        status, h, _ = self.req("GET", url)
+        return h.get("etag") if status == 200 else None
+
+    # -- the log
+    def learn(self, txns, context):
+        """Reads from the all-seeing observer what the last write committed and
+        checks it against the model's prediction; appends it to the log."""
+        want = [c for t in txns for c in t]
+        got = []
+        since = self.log.newest
+        deadline = time.monotonic() + 3.0
+        timeout = 0
+        while True:
+            status, _, ans = self.req("GET", f"/observers/{self.seer.id}/changes?since={since}&timeout={timeout}&limit=1000")
+            if status != 200:
+                self.report.fail("wrong-status", f"all-seeing observer's poll since={since} answered {status} {short(ans)}")
+                break
+            got += ans["changes"]
+            since = max(since, ans["cursor"])
+            if len(got) >= len(want) or time.monotonic() > deadline:
+                break
+            timeout = 1
+        ok = len(got) == len(want) and all(
+            g.get("path") == w[0] and g.get("op") == w[1] and jdump(g.get("old")) == jdump(w[2]) and jdump(g.get("new")) == jdump(w[3])
+            for g, w in zip(got, want))
+        seqs = [g.get("seq") for g in got]
+        if ok:
+            k = 0
+            for t in txns:
+                tid = self.log.new_txn()
+                first = None
+                for (path, op, old, new) in t:
+                    s = got[k]["seq"]
+                    if first is not None and s != prev + 1:
+                        self.report.fail("split-transaction", f"{context}: the changes of one transaction have seqs {[g['seq'] for g in got]}, not consecutive")
+                    first = s if first is None else first
+                    prev = s
+                    self.log.append(Entry(s, path, op, old, new, tid))
+                    k += 1
+            return
+        # Something differs: the log is checked against a second source, the
+        # newest seq the server reports, to tell a lost write from a change the
+        # all-seeing observer was not told.
+        status, _, hz = self.req("GET", "/healthz")
+        newest = hz.get("seq", -1) if status == 200 and isinstance(hz, dict) else -1
+        before = self.log.newest
+        committed = newest - before
+        wl = [f"{w[1]} {w[0]} {short(w[2], 80)} -> {short(w[3], 80)}" for w in want]
+        gl = [f"#{g.get('seq')} {g.get('op')} {g.get('path')} {short(g.get('old'), 80)} -> {short(g.get('new'), 80)}" for g in got]
+        if committed == len(want):
+            missing = [w for w in want if not any(g.get("path") == w[0] and g.get("op") == w[1] and jdump(g.get("new")) == jdump(w[3]) for g in got)]
+            cat = "missed" if len(got) < len(want) else "wrong-value"
+            self.report.fail(cat, f"all-seeing observer {self.seer.id} (reads every resource): after {context} the server committed "
+                                  f"{committed} change(s) as predicted but the observer was told {gl}; predicted {wl}",
+                             n=max(1, len(missing)) if cat == "missed" else 1)
+            k = 0
+            for t in txns:
+                tid = self.log.new_txn()
+                for (path, op, old, new) in t:
+                    k += 1
+                    self.log.append(Entry(before + k, path, op, old, new, tid))
+        else:
+            cat = "lost-write" if committed < len(want) else "spurious"
+            self.report.fail(cat, f"after {context} the server's newest seq moved {before} -> {newest} ({committed} change(s)); "
+                                  f"predicted {len(want)}: {wl}; the all-seeing observer was told {gl}")
+            tid = self.log.new_txn()
+            for g in got:
+                if isinstance(g.get("seq"), int) and g["seq"] > self.log.newest:
+                    self.log.append(Entry(g["seq"], g.get("path"), g.get("op"), g.get("old"), g.get("new"), tid))
+            self.resync(f"after {context}")
+
+    def resync(self, why):
+        """Adopts the server's state after a failure, so one fault is counted once."""
+        bodies = {}
+        for url in ("/truck", "/account", "/grid", "/posts", "/jobs", "/games"):
+            status, _, b = self.req("GET", url)
+            if status != 200:
+                return
+            bodies[url] = b
+        self.st.load(bodies["/truck"], bodies["/account"], bodies["/grid"], bodies["/posts"], bodies["/jobs"], bodies["/games"])
+        print(f"note: model state re-read from the server {why}", flush=True)
+
+    # -- writes
+    def do_write(self, plan):
+        self.stats["write:" + plan.name] += 1
+        try:
+            status, h, body = self.req(plan.method, plan.path, body=plan.body, raw=plan.raw, headers=plan.headers)
+        except ConnectionLost:
+            return None
+        txns = []
+        if status not in plan.status:
+            self.report.fail("wrong-status", f"{plan.describe()} answered {status} {short(body)}; expected {plan.status}")
+            if 200 <= status < 300 or any(200 <= s < 300 for s in plan.status):
+                self.learn([], plan.describe())
+                self.resync(f"after {plan.describe()}")
+                return status
+        elif 200 <= status < 300:
+            txns = plan.finish(status, body)
+        else:
+            if not (isinstance(body, dict) and body.get("status") == status and "application/problem+json" in h.get("content-type", "")):
+                self.report.fail("wrong-status", f"{plan.describe()} answered {status} without a problem+json body: {short(body)}")
+        self.learn(txns, plan.describe())
+        return status
+
+    # -- observers
+    def create_observer(self, k=None):
+        status, h, body = self.req("POST", "/observers", body={"ttlSeconds": 86400} if self.rng.random() < 0.9 else {"ttlSeconds": 86399}, k=k)
+        if status != 201 or not isinstance(body, dict):
+            self.report.fail("wrong-status", f"POST /observers answered {status} {short(body)}")
+            return None
+        if body.get("cursor") != self.log.newest or body.get("reads") != []:
+            self.report.fail("wrong-cursor", f"POST /observers answered {short(body)}; the newest seq is {self.log.newest}")
+        o = Observer(body["id"], body.get("cursor", self.log.newest), time.monotonic())
+        o.ins_ptr = len(self.log.inserts)
+        self.all_ids += 1
+        return o
+
+    def obs_reads_desc(self, obs, paths=None, limit=8):
+        if paths is None:
+            items = sorted(obs.reads.items())[:limit]
+        else:
+            items = [(p, obs.reads.get(p)) for p in paths]
+        more = "" if paths is not None or len(obs.reads) <= limit else f" (+{len(obs.reads) - limit} more)"
+        return "{" + ", ".join(f"{p}@{f}" for p, f in items) + "}" + more
+
+    def do_read(self, obs):
+        url, body, paths = self.reads.choose()
+        method = "GET"
+        headers = {}
+        full_url = url
+        if obs is not None:
+            if self.rng.random() < 0.7:
+                headers["Observer"] = obs.id
+            else:
+                full_url = url + ("&" if "?" in url else "?") + "observer=" + obs.id
+        r = self.rng.random()
+        conditional = None
+        if r < 0.07:
+            method = "HEAD"
+        elif r < 0.2 and url in self.etags:
+            tag, seen = self.etags[url]
+            headers["If-None-Match"] = tag
+            conditional = seen == jdump(body)
+        self.stats["read"] += 1
+        status, h, got = self.req(method, full_url, headers=headers)
+        desc = f"{method} {full_url}" + "".join(f" -H '{k}: {v}'" for k, v in headers.items())
+        want_status = 304 if conditional else 200
+        if status != want_status:
+            self.report.fail("wrong-status", f"{desc} answered {status} {short(got)}; expected {want_status}")
+            return
+        cur = h.get("observation-cursor")
+        if cur is None or not cur.isdigit() or int(cur) != self.log.newest:
+            self.report.fail("wrong-cursor", f"{desc}: Observation-Cursor {cur}, but the newest acknowledged seq is {self.log.newest}")
+            return
+        cur = int(cur)
+        if method == "GET" and status == 200:
+            if jdump(got) != jdump(body):
+                self.report.fail("wrong-state", f"{desc} answered {short(got, 500)}; the model says {short(body, 500)}")
+                self.resync("after a read differed")
+                return
+            if h.get("etag"):
+                self.etags[url] = (h["etag"], jdump(body))
+        if obs is not None and method == "GET":
+            for p in paths:
+                obs.track(p, cur)
+            if cur > 0:
+                obs.cursors.append(cur)
+
+    def do_read_unknown_observer(self):
+        url, _, _ = self.reads.choose()
+        oid = self.rng.choice(self.deleted) if self.deleted and self.rng.random() < 0.5 else "00000000-0000-7000-8000-000000000000"
+        status, _, body = self.req(self.rng.choice(["GET", "HEAD"]), url, headers={"Observer": oid})
+        if status != 404:
+            self.report.fail("wrong-status", f"GET {url} -H 'Observer: {oid}' (no such observer) answered {status} {short(body)}")
+
+    def do_bad_fields(self):
+        url = self.rng.choice(["/truck?fields=name,colour", "/truck/donuts?fields=flavour", "/grid?fields=color",
+                               "/posts?fields=width", "/jobs?fields=name", "/games?fields=score", "/posts/staggered?columns=13",
+                               "/posts/staggered?columns=0", "/posts/staggered?layout=masonry"])
+        status, _, body = self.req("GET", url)
+        if status != 400:
+            self.report.fail("wrong-status", f"GET {url} answered {status} {short(body)}; expected 400")
+
+    # -- polls
+    def check_answer(self, obs, desc, since, limit, co, ans, newest_before, implicit):
+        """Compares one poll answer with the model; returns the answer's cursor."""
+        changes = ans.get("changes")
+        cursor = ans.get("cursor")
+        if not isinstance(changes, list) or not isinstance(cursor, int):
+            self.report.fail("wrong-status", f"{desc}: malformed answer {short(ans)}")
+            return None
+        seqs = [c.get("seq") for c in changes]
+        for a, b in zip(seqs, seqs[1:]):
+            if not (isinstance(a, int) and isinstance(b, int) and b > a):
+                self.report.fail("out-of-order" if (isinstance(a, int) and isinstance(b, int) and b < a) else "repeated",
+                                 f"observer {obs.id}: {desc} answered seqs {seqs[:40]} not strictly increasing")
+                break
+        if seqs and isinstance(seqs[-1], int) and cursor < seqs[-1]:
+            self.report.fail("wrong-cursor", f"observer {obs.id}: {desc} answered cursor {cursor} below its last change {seqs[-1]}")
+        if cursor > self.log.newest:
+            self.report.fail("wrong-cursor", f"observer {obs.id}: {desc} answered cursor {cursor} past the newest seq {self.log.newest}")
+            return cursor
+        advance_implied(obs, self.log)
+        raw = delivered(obs, self.log, since, cursor)
+        expected = coalesce(raw) if co else [e.json() for e in raw]
+        exp_by = {}
+        for e in expected:
+            exp_by[(e["seq"], e["path"]) if co else e["seq"]] = e
+        matched = set()
+        seen = set()
+        for c in changes:
+            s = c.get("seq")
+            key = (s, c.get("path")) if co else s
+            if key in seen:
+                self.report.fail("repeated", f"observer {obs.id}: {desc} answered {short(c)} twice")
+                continue
+            seen.add(key)
+            e = exp_by.get(key)
+            if e is not None:
+                matched.add(key)
+                if jdump({k: c.get(k) for k in ("path", "op", "old", "new")}) != jdump({k: e.get(k) for k in ("path", "op", "old", "new")}):
+                    self.report.fail("wrong-value", f"observer {obs.id}: {desc} answered {short(c)}; the log has {short(e)}")
+                continue
+            le = self.log.by_seq.get(s)
+            if le is not None and isinstance(s, int) and s <= since and receives(obs, le):
+                self.report.fail("repeated", f"observer {obs.id} reads {self.obs_reads_desc(obs, [le.path])}: {desc} "
+                                             f"(since {since}{', implicit' if implicit else ''}) answered again {short(c)}, which is at or before {since}")
+            elif le is None:
+                self.report.fail("spurious", f"observer {obs.id}: {desc} answered {short(c)}, a seq no write committed")
+            else:
+                why = "forgotten or never read" if not receives(obs, le) else "outside (since, cursor]"
+                self.report.fail("spurious", f"observer {obs.id} reads {self.obs_reads_desc(obs, [le.path] + ([le.elem] if le.elem else []))}: "
+                                             f"{desc} answered {short(c)} ({why})")
+        for key, e in exp_by.items():
+            if key not in matched:
+                self.report.fail("missed", f"observer {obs.id} reads {self.obs_reads_desc(obs, [e['path']])}: {desc} "
+                                           f"(since {since}, answered cursor {cursor}) lacks {short(e)}")
+        if raw and changes:
+            last = self.log.by_seq.get(seqs[-1]) if isinstance(seqs[-1], int) else None
+            if last is not None and self.log.txn_end.get(last.txn, 0) > cursor:
+                self.report.fail("split-transaction", f"observer {obs.id}: {desc} ended at cursor {cursor} inside the transaction "
+                                                      f"that runs to seq {self.log.txn_end[last.txn]}")
+        if len(raw) < limit and cursor < newest_before:
+            self.report.fail("wrong-cursor", f"observer {obs.id}: {desc} answered {len(raw)} change(s) (< limit {limit}) "
+                                             f"but cursor {cursor} before the newest seq {newest_before}")
+        return cursor
+
+    def poll(self, obs, since=None, limit=None, co=False, timeout=0, k=None, prefer=False, check=True):
+        q = []
+        if since is not None:
+            q.append(f"since={since}")
+        if prefer:
+            headers = {"Prefer": f"wait={timeout}"}
+        else:
+            headers = {}
+            q.append(f"timeout={timeout}")
+        if limit is not None:
+            q.append(f"limit={limit}")
+        if co:
+            q.append("coalesce=true")
+        url = f"/observers/{obs.id}/changes" + ("?" + "&".join(q) if q else "")
+        eff_since = since if since is not None else obs.implicit
+        newest_before = self.log.newest
+        self.stats["poll"] += 1
+        status, h, ans = self.req("GET", url, headers=headers, k=k, timeout=timeout + 10)
+        desc = f"GET {url}" + (f" -H 'Prefer: wait={timeout}'" if prefer else "")
+        if status != 200:
+            self.report.fail("wrong-status", f"observer {obs.id}: {desc} answered {status} {short(ans)}")
+            return None
+        if prefer and h.get("preference-applied") != f"wait={timeout}":
+            self.report.fail("wrong-status", f"{desc}: Preference-Applied is {h.get('preference-applied')!r}")
+        cursor = self.check_answer(obs, desc, eff_since, limit or 100, co, ans, newest_before, since is None) if check else ans.get("cursor")
+        if cursor is not None:
+            obs.answered(cursor)
+        return ans
+
+    def do_poll(self, obs):
+        r = self.rng.random()
+        limit = self.rng.choice([None, None, 1, 2, 3, 5, 1000]) if self.rng.random() < 0.35 else None
+        co = self.rng.random() < 0.15
+        if r < 0.5 and obs.implicit is not None:
+            self.poll(obs, None, limit, co, prefer=self.rng.random() < 0.1)
+        elif r < 0.75:
+            since = obs.implicit if obs.implicit is not None else obs.cursors[-1]
+            self.poll(obs, since, limit, co)
+        else:
+            choices = list(obs.cursors) + [0, obs.creation, self.rng.randint(0, self.log.newest)]
+            self.stats["replay"] += 1
+            self.poll(obs, self.rng.choice(choices), limit, co)
+
+    def do_bad_poll(self, obs):
+        base = f"/observers/{obs.id}/changes"
+        q = self.rng.choice([f"since={self.log.newest + self.rng.randint(1, 1000)}", "since=-1", "since=abc", "timeout=90",
+                             "timeout=-1", "limit=0", "limit=1001", "coalesce=1"])
+        status, _, body = self.req("GET", f"{base}?{q}&timeout=0" if "timeout" not in q else f"{base}?{q}")
+        if status != 400:
+            self.report.fail("wrong-status", f"GET {base}?{q} answered {status} {short(body)}; expected 400")
+            if status == 200 and isinstance(body, dict):
+                obs.implicit = None
+
+    def do_inspect(self, obs, k=None, allowed_cursors=None):
+        status, h, body = self.req("GET", f"/observers/{obs.id}", k=k)
+        if status != 200 or not isinstance(body, dict):
+            self.report.fail("wrong-status", f"GET /observers/{obs.id} answered {status} {short(body)}")
+            return None
+        advance_implied(obs, self.log)
+        want = sorted(obs.reads)
+        got = body.get("reads") or []
+        if got != want:
+            gs, ws = set(got), set(want)
+            self.report.fail("wrong-reads", f"observer {obs.id}: GET /observers/{obs.id} lists {len(got)} reads, the model {len(want)}; "
+                                            f"missing {sorted(ws - gs)[:6]}, extra {sorted(gs - ws)[:6]}"
+                                            + (" (not sorted)" if gs == ws else ""))
+            obs_reads = {p: obs.reads[p] for p in obs.reads}
+            for p in gs - ws:
+                obs_reads[p] = self.log.newest
+            # adopt what the server says, so one fault is counted once
+            obs.reads = {p: obs.reads.get(p, self.log.newest) for p in got}
+            obs.elem_from = {}
+            for p, f in obs.reads.items():
+                e = elem_prefix(p)
+                if e is not None:
+                    obs.elem_from[e] = min(obs.elem_from.get(e, INF), f)
+        cur = body.get("cursor")
+        if allowed_cursors is not None:
+            if cur not in allowed_cursors:
+                self.report.fail("wrong-cursor", f"observer {obs.id}: after kill -9 its cursor is {cur}, allowed {sorted(allowed_cursors)[-6:]}")
+            if isinstance(cur, int):
+                obs.implicit = cur
+        elif obs.implicit is not None and cur != obs.implicit:
+            self.report.fail("wrong-cursor", f"observer {obs.id}: GET /observers/{obs.id} shows cursor {cur}; "
+                                             f"the cursor last answered to it is {obs.implicit}")
+            if isinstance(cur, int):
+                obs.implicit = cur
+        elif obs.implicit is None and isinstance(cur, int):
+            obs.implicit = cur
+        return body
+
+    def do_forget(self, obs):
+        status, _, body = self.req("DELETE", f"/observers/{obs.id}/reads")
+        if status != 204:
+            self.report.fail("wrong-status", f"DELETE /observers/{obs.id}/reads answered {status} {short(body)}")
+            return
+        advance_implied(obs, self.log)
+        obs.forget()
+        obs.ins_ptr = len(self.log.inserts)
+
+    def do_delete(self, obs):
+        parked = None
+        if self.rng.random() < 0.3 and self.longpoll_budget > 0:
+            self.longpoll_budget -= 1
+            # catch up first, so that the parked poll has nothing to answer
+            since = obs.implicit if obs.implicit is not None else obs.cursors[-1]
+            if self.poll(obs, since, 1000) is not None:
+                parked = self.start_parked(obs, None, 10)
+                time.sleep(0.15)
+        t0 = time.monotonic()
+        status, _, body = self.req("DELETE", f"/observers/{obs.id}")
+        if status != 204:
+            self.report.fail("wrong-status", f"DELETE /observers/{obs.id} answered {status} {short(body)}")
+        self.observers.remove(obs)
+        obs.deleted = True
+        self.deleted.append(obs.id)
+        if parked is not None:
+            parked.join(12)
+            if parked.status != 404 or parked.done_at - t0 > 1.0:
+                self.report.fail("late-wake" if parked.status == 404 else "wrong-status",
+                                 f"observer {obs.id}: a poll parked when it was deleted answered {parked.status} "
+                                 f"after {parked.done_at - t0:.2f} s (expected 404 at once)")
+        for method, url in (("GET", f"/observers/{obs.id}"), ("GET", f"/observers/{obs.id}/changes?timeout=0"),
+                            ("DELETE", f"/observers/{obs.id}")):
+            if self.rng.random() < 0.4:
+                status, _, body = self.req(method, url)
+                if status != 404:
+                    self.report.fail("wrong-status", f"{method} {url} after the observer's deletion answered {status} {short(body)}")
+
+    # -- long-polls
+    class Parked(threading.Thread):
+        def __init__(self, port, url, timeout):
+            super().__init__(daemon=True)
+            self.port, self.url, self.timeout = port, url, timeout
+            self.status = None
+            self.answer = None
+            self.error = None
+            self.started_at = None
+            self.done_at = None
+
+        def run(self):
+            c = Client(self.port, timeout=self.timeout + 15)
+            self.started_at = time.monotonic()
+            try:
+                self.status, _, self.answer = c.request("GET", self.url)
+            except ConnectionLost as e:
+                self.error = str(e)
+            self.done_at = time.monotonic()
+            c.close()
+
+    def start_parked(self, obs, since, timeout, k=None):
+        if k is None:
+            k = self.pick()
+        q = [f"timeout={timeout}"]
+        if since is not None:
+            q.insert(0, f"since={since}")
+        t = Checker.Parked(self.instances[k].port, f"/observers/{obs.id}/changes?" + "&".join(q), timeout)
+        t.start()
+        return t
+
+    def would_wake(self, obs, plan):
+        advance_implied(obs, self.log)
+        for path, op, elem in plan.touch:
+            if path == "?":
+                return None
+            if path in obs.reads:
+                return True
+            if op == "remove" and elem in obs.elem_from:
+                return True
+        return False
+
+    def do_longpoll(self, obs):
+        if self.longpoll_budget <= 0:
+            return self.do_poll(obs)
+        self.longpoll_budget -= 1
+        # catch up first, so that nothing waits for the observer already
+        since = obs.implicit if obs.implicit is not None else obs.cursors[-1]
+        if self.poll(obs, since, 1000) is None:
+            return
+        want_wake = self.rng.random() < 0.6
+        plan = None
+        for _ in range(40):
+            p = self.writes.valid() if self.rng.random() < 0.9 else self.writes.refused()
+            w = self.would_wake(obs, p) if p.touch or p.finish else False
+            if w is None:
+                continue
+            if w == want_wake:
+                plan = p
+                break
+        if plan is None:
+            return
+        # Plans were drawn from the model without changing it; only `plan` runs.
+        T = 2.0 if want_wake else 1.0
+        use_since = self.rng.random() < 0.3
+        since = obs.implicit
+        t = self.start_parked(obs, since if use_since else None, T)
+        time.sleep(0.2)
+        self.stats["longpoll-" + ("wake" if want_wake else "quiet")] += 1
+        newest_before = self.log.newest
+        self.do_write(plan)
+        t_w = time.monotonic()
+        t.join(T + 15)
+        if t.status != 200:
+            self.report.fail("wrong-status", f"observer {obs.id}: long-poll {t.url} answered {t.status} {t.error or short(t.answer)}")
+            return
+        desc = f"long-poll GET {t.url} around {plan.describe()}"
+        got = t.answer.get("changes") or []
+        if want_wake:
+            if not got:
+                self.report.fail("late-wake", f"observer {obs.id} reads {self.obs_reads_desc(obs, [x[0] for x in plan.touch if x[0] in obs.reads])}: "
+                                              f"{desc} answered empty after {t.done_at - t.started_at:.2f} s; the write changed what it read")
+            elif t.done_at - t_w > 1.0:
+                self.report.fail("late-wake", f"observer {obs.id}: {desc} answered {t.done_at - t_w:.2f} s after the write was acknowledged")
+        else:
+            if t.done_at - t.started_at < T - 0.15:
+                self.report.fail("early-wake", f"observer {obs.id} reads {self.obs_reads_desc(obs)}: {desc} answered "
+                                               f"{short(t.answer)} after {t.done_at - t.started_at:.2f} s of its {T} s timeout; "
+                                               f"the write changed nothing it read")
+        cursor = self.check_answer(obs, desc, since, 100, False, t.answer, newest_before if got else self.log.newest, not use_since)
+        if cursor is not None:
+            obs.answered(cursor)
+
+    def do_displace(self, obs):
+        if self.longpoll_budget <= 0:
+            return self.do_poll(obs)
+        self.longpoll_budget -= 1
+        since = obs.implicit if obs.implicit is not None else obs.cursors[-1]
+        if self.poll(obs, since, 1000) is None:
+            return
+        first = self.start_parked(obs, None if self.rng.random() < 0.5 else obs.implicit, 5)
+        time.sleep(0.2)
+        self.stats["displace"] += 1
+        t0 = time.monotonic()
+        second = self.start_parked(obs, obs.implicit, 0.5)
+        first.join(10)
+        second.join(10)
+        if first.status != 200 or first.answer.get("changes") != [] or first.answer.get("cursor") != obs.implicit:
+            self.report.fail("wrong-status", f"observer {obs.id}: a parked poll displaced by a second one answered {first.status} "
+                                             f"{short(first.answer)}; expected empty with cursor {obs.implicit}")
+        elif first.done_at - t0 > 1.0:
+            self.report.fail("late-wake", f"observer {obs.id}: a parked poll displaced by a second one answered {first.done_at - t0:.2f} s later")
+        if second.status != 200:
+            self.report.fail("wrong-status", f"observer {obs.id}: the displacing poll answered {second.status} {short(second.answer)}")
+            return
+        cursor = self.check_answer(obs, f"displacing GET {second.url}", obs.implicit, 100, False, second.answer, self.log.newest, False)
+        if cursor is not None:
+            obs.answered(cursor)
+
+    # -- streams
+    def do_stream(self, obs):
+        if self.stream_budget <= 0:
+            return self.do_poll(obs)
+        self.stream_budget -= 1
+        headers = {}
+        r = self.rng.random()
+        if r < 0.4 and obs.last_event_id is not None:
+            start = obs.last_event_id
+            headers["Last-Event-ID"] = str(start)
+            path = f"/observers/{obs.id}/changes"
+            how = f"Last-Event-ID {start}"
+        elif r < 0.6 and obs.implicit is not None:
+            start = obs.implicit
+            path = f"/observers/{obs.id}/changes"
+            how = f"the observer's cursor {start}"
+        else:
+            start = self.rng.choice(list(obs.cursors) + [0, obs.creation])
+            path = f"/observers/{obs.id}/changes?since={start}"
+            how = f"since={start}"
+        k = self.pick()
+        sr = StreamReader(self.instances[k].port, path, headers)
+        sr.start()
+        sr.opened.wait(5)
+        self.stats["stream"] += 1
+        if sr.status != 200 or "text/event-stream" not in (sr.content_type or ""):
+            self.report.fail("stream", f"observer {obs.id}: stream GET {path} answered {sr.status} {sr.content_type} {sr.error}")
+            sr.close()
+            return
+        for _ in range(self.rng.randint(1, 4)):
+            self.do_write(self.writes.valid())
+        advance_implied(obs, self.log)
+        raw = delivered(obs, self.log, start, self.log.newest)
+        groups = []
+        for e in raw:
+            if groups and groups[-1][0] == e.txn:
+                groups[-1][1].append(e)
+            else:
+                groups.append((e.txn, [e]))
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and len([e for e in sr.events if e["event"] != "gone"]) < len(groups):
+            time.sleep(0.02)
+        time.sleep(0.05)
+        sr.close()
+        desc = f"observer {obs.id} reads {self.obs_reads_desc(obs)}: stream GET {path} ({how}) through {self.instances[k].name}"
+        events = sr.events
+        if events and events[0]["retry"] is None:
+            self.report.fail("stream", f"{desc}: the first event carries no retry:")
+        for i, (tid, es) in enumerate(groups):
+            if i >= len(events):
+                self.report.fail("missed", f"{desc}: got {len(events)} events, expected {len(groups)}; "
+                                           f"missing the transaction of {[short(e.json(), 150) for e in es]}", n=len(es))
+                continue
+            ev = events[i]
+            try:
+                data = json.loads(ev["data"])
+            except ValueError:
+                self.report.fail("stream", f"{desc}: event {i} has data that is not JSON: {short(ev['data'])}")
+                continue
+            want = [e.json() for e in es]
+            got = data.get("changes")
+            if jdump(got) != jdump(want):
+                gs = {c.get("seq") for c in got or []}
+                ws = {e.seq for e in es}
+                cat = "missed" if gs < ws else ("repeated" if any((s or 0) <= start for s in gs) else "wrong-value" if gs == ws else "stream")
+                self.report.fail(cat, f"{desc}: event {i} holds {short(got, 400)}; expected the transaction {short(want, 400)}")
+            if ev["id"] != str(es[-1].seq):
+                self.report.fail("stream", f"{desc}: event {i} has id {ev['id']}, expected {es[-1].seq} (its last change)")
+            if ev["event"] != "changes":
+                self.report.fail("stream", f"{desc}: event {i} is {ev['event']!r}, expected 'changes'")
+        if len(events) > len(groups):
+            extra = events[len(groups):]
+            self.report.fail("spurious" if extra[0]["event"] == "changes" else "stream",
+                             f"{desc}: {len(extra)} event(s) more than expected: {short([e['data'] for e in extra], 400)}")
+        if events and events[-1]["id"] and events[-1]["id"].isdigit():
+            obs.last_event_id = int(events[-1]["id"])
+        elif not events and groups == []:
+            obs.last_event_id = start
+        obs.implicit = None   # what a stream does to the implicit cursor is not documented
+
+    # -- restarts
+    def restart(self, k, how):
+        inst = self.instances[k]
+        t_kill = time.monotonic()
+        print(f"restart: {inst.name} by {'SIGTERM' if how == 'term' else 'kill -9'} after {self.stats['ops']} operations", flush=True)
+        inst.stop(how)
+        inst.start()
+        self.clients[k].close()
+        self.clients[k] = Client(inst.port)
+        self.check_everything(f"after the {'SIGTERM' if how == 'term' else 'kill -9'} restart of {inst.name}",
+                              kill_time=t_kill if how == "kill" else None)
+
+    def check_state(self, context):
+        bad = False
+        for url, body, _ in self.reads.everything():
+            status, h, got = self.req("GET", url)
+            if status != 200 or jdump(got) != jdump(body):
+                bad = True
+                self.report.fail("lost-write", f"{context}: GET {url} answered {status} {short(got, 600)}; "
+                                               f"the model (every acknowledged write) says {short(body, 600)}")
+        status, _, hz = self.req("GET", "/healthz")
+        if status != 200 or hz.get("seq") != self.log.newest:
+            self.report.fail("lost-write", f"{context}: /healthz answered {status} {short(hz)}; the newest acknowledged seq is {self.log.newest}")
+        if bad:
+            self.resync(context)
+
+    def check_everything(self, context, kill_time=None):
+        self.check_state(context)
+        for obs in list(self.observers):
+            allowed = None
+            if kill_time is not None:
+                allowed = {c for (t, c) in obs.history if t > kill_time - 1.5}
+                older = [c for (t, c) in obs.history if t <= kill_time - 1.5]
+                if older:
+                    allowed.add(older[-1])
+                elif obs.history:
+                    allowed = None if obs.history[0][0] > kill_time - 1.5 and len(obs.history) >= 32 else allowed | {obs.creation}
+                if obs.implicit is None:
+                    allowed = None
+            self.do_inspect(obs, allowed_cursors=allowed)
+
+    # -- the run
+    def setup(self):
+        bodies = {}
+        for url in ("/truck", "/account", "/grid", "/posts", "/jobs", "/games"):
+            status, _, bodies[url] = self.req("GET", url)
+            if status != 200:
+                raise RuntimeError(f"GET {url} answered {status}")
+        self.st.load(bodies["/truck"], bodies["/account"], bodies["/grid"], bodies["/posts"], bodies["/jobs"], bodies["/games"])
+        status, _, hz = self.req("GET", "/healthz")
+        self.log.newest = hz["seq"]
+        self.seer = self.create_observer()
+        for url, body, paths in self.reads.everything():
+            status, h, got = self.req("GET", url, headers={"Observer": self.seer.id})
+            if status != 200 or jdump(got) != jdump(body):
+                raise RuntimeError(f"all-seeing read of {url} answered {status} {short(got)}")
+            for p in paths:
+                self.seer.track(p, int(h["observation-cursor"]))
+
+    def choose_observer(self):
+        if not self.observers:
+            return None
+        if self.rng.random() < 0.6:
+            return self.rng.choice(self.observers[-20:])
+        return self.rng.choice(self.observers)
+
+    def step(self):
+        a = self.args
+        ops = self.stats["ops"]
+        target = min(a.observers, int(a.observers * (ops + 1) / max(1, 0.5 * a.ops)) + 1)
+        if len(self.observers) + len(self.deleted) < target or not self.observers:
+            o = self.create_observer()
+            if o is not None:
+                self.observers.append(o)
+            return
+        r = self.rng.random()
+        obs = self.choose_observer()
+        table = [
+            (0.26, lambda: self.do_write(self.writes.valid())),
+            (0.04, lambda: self.do_write(self.writes.refused())),
+            (0.22, lambda: self.do_read(obs)),
+            (0.03, lambda: self.do_read(None)),
+            (0.005, self.do_read_unknown_observer),
+            (0.005, self.do_bad_fields),
+            (0.25, lambda: self.do_poll(obs)),
+            (0.01, lambda: self.do_bad_poll(obs)),
+            (0.05, lambda: self.do_inspect(obs)),
+            (0.012, lambda: self.do_forget(obs)),
+            (0.006, lambda: self.do_delete(obs)),
+            (0.012, lambda: self.do_longpoll(obs)),
+            (0.004, lambda: self.do_displace(obs)),
+            (0.006, lambda: self.do_stream(obs)),
+        ]
+        acc = 0
+        total = sum(w for w, _ in table)
+        r *= total
+        for w, fn in table:
+            acc += w
+            if r < acc:
+                try:
+                    fn()
+                except ConnectionLost:
+                    pass
+                return
+
+    def run(self):
+        a = self.args
+        self.setup()
+        points = [int(a.ops * (i + 1) / (a.restarts + 1)) for i in range(a.restarts)]
+        kinds = ["term", "kill"]
+        restarts = 0
+        last_print = time.monotonic()
+        while self.stats["ops"] < a.ops:
+            self.step()
+            self.stats["ops"] += 1
+            if restarts < len(points) and self.stats["ops"] >= points[restarts]:
+                k = self.rng.randrange(len(self.instances))
+                self.restart(k, kinds[restarts % 2])
+                restarts += 1
+            if time.monotonic() - last_print > 15:
+                last_print = time.monotonic()
+                print(f"progress: {self.stats['ops']}/{a.ops} operations, {len(self.observers)} observers, "
+                      f"seq {self.log.newest}, failures {self.report.total()}", flush=True)
+        self.finish()
+
+    def finish(self):
+        self.check_everything("at the end")
+        # Replays: the whole range from each observer's creation, for a sample.
+        sample = self.rng.sample(self.observers, min(len(self.observers), 40))
+        for obs in sample:
+            since = obs.creation
+            while True:
+                ans = self.poll(obs, since, 1000)
+                if not ans or ans["cursor"] >= self.log.newest or ans["cursor"] <= since:
+                    break
+                since = ans["cursor"]
+        for inst in self.instances:
+            if not inst.alive():
+                self.report.fail("crash", f"{inst.name} is not running at the end; see {inst.log_path}")
+        print("operations: " + ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()) if not k.startswith("write:")), flush=True)
+        print("writes: " + ", ".join(f"{k[6:]} {v}" for k, v in sorted(self.stats.items()) if k.startswith("write:")), flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Entry
+
+
+def start_instances(args, report, tmp, env_extra, count, database):
+    env = dict(os.environ)
+    env.pop("OBSERVABLE_PLANTED_FAULT", None)
+    env.update(env_extra)
+    insts = []
+    for i in range(count):
+        inst = Instance(args.binary, database, os.path.join(tmp, f"server-{i}.log"), env, [], report, f"instance {'ABC'[i] if count > 1 else 'server'}")
+        inst.start()
+        insts.append(inst)
+    return insts
+
+
+def run_mode(args, mode, fault=None):
+    report = Report(max_print=args.max_print)
+    tmp = tempfile.mkdtemp(prefix="precision-check-")
+    env_extra = {"OBSERVABLE_PLANTED_FAULT": fault} if fault else {}
+    insts = []
+    try:
+        if mode == "cluster":
+            admin = postgres_admin_url(args)
+            if not admin:
+                raise SystemExit("cluster mode needs PostgreSQL: run under scripts/with-postgres or pass --postgres-url")
+            db = create_pg_database(admin)
+            insts = start_instances(args, report, tmp, env_extra, 3, db)
+        else:
+            insts = start_instances(args, report, tmp, env_extra, 1, os.path.join(tmp, "db.sqlite"))
+        print(f"mode {mode}{' with planted fault ' + fault if fault else ''}: {len(insts)} instance(s) on ports "
+              f"{[i.port for i in insts]}, logs in {tmp}", flush=True)
+        if mode == "concurrent":
+            checker = ConcurrentChecker(args, report, insts)
+        else:
+            checker = Checker(args, report, insts)
+        checker.run()
+    finally:
+        for inst in insts:
+            if inst.alive():
+                inst.stop("term")
+        if report.total() == 0 and not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"server logs kept in {tmp}", flush=True)
+    return report
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=["sequential", "concurrent", "cluster"], default="sequential")
+    ap.add_argument("--binary", default=os.path.join(ROOT, ".build/debug/observable-server"))
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--ops", type=int, default=3000)
+    ap.add_argument("--observers", type=int, default=50)
+    ap.add_argument("--restarts", type=int, default=2)
+    ap.add_argument("--writers", type=int, default=8)
+    ap.add_argument("--readers", type=int, default=8)
+    ap.add_argument("--longpolls", type=int, default=None, help="most long-poll and displacement tests (default ops/100, at most 300)")
+    ap.add_argument("--streams", type=int, default=None, help="most stream tests (default ops/150, at most 200)")
+    ap.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL server (default $OBSERVABLE_TEST_POSTGRES_ADMIN_URL)")
+    ap.add_argument("--planted-faults", action="store_true", help="check that each planted fault is caught")
+    ap.add_argument("--max-print", type=int, default=20, help="failures printed per category (all are counted)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder with the server logs")
+    args = ap.parse_args()
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 10**9)
+    if args.longpolls is None:
+        args.longpolls = min(300, max(10, args.ops // 100))
+    if args.streams is None:
+        args.streams = min(200, max(8, args.ops // 150))
+    args.binary = os.path.abspath(args.binary)
+    print(f"seed: {args.seed}", flush=True)
+    if not os.access(args.binary, os.X_OK):
+        raise SystemExit(f"no server binary at {args.binary} (swift build, or --binary)")
+    if args.planted_faults:
+        sys.exit(planted_faults(args))
+    report = run_mode(args, args.mode)
+    print(report.table(f"{args.mode}, seed {args.seed}"), flush=True)
+    sys.exit(1 if report.total() else 0)
+
+
+class ConcurrentChecker:   # replaced below
+    pass
+
+
+def planted_faults(args):
+    return 2
+
+
+if __name__ == "__main__":
+    main()
