@@ -208,10 +208,13 @@ final class ChangeFeed: Sendable {
     /// What a parked poll answers at its deadline: its changes, or none
     /// with the cursor, which is saved where instances share it.
     private func answer(_ poll: ParkedPoll) -> HTTPResponse {
-        let (result, _) = registry.withLock {
-            $0.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: ServerClock.wallSeconds)
+        let (result, before) = registry.withLock { registry in
+            let before = registry.cursor(of: poll.observer)
+            return (registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce,
+                                  now: ServerClock.wallSeconds).poll, before)
         }
-        if case .changes(_, let cursor) = result { saveCursors([(poll.observer, cursor)]) }
+        // Saved only when it moved: many polls may pass their deadline at once.
+        if case .changes(_, let cursor) = result, cursor != before { saveCursors([(poll.observer, cursor)]) }
         return poll.finish(Self.response(for: result))
     }
 

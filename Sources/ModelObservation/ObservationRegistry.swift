@@ -312,6 +312,13 @@ public struct ObservationRegistry: Sendable {
         s.observers[ObserverKey(id)]
     }
 
+    /// Observer `id`'s cursor, the default `since` (without copying it).
+    public func cursor(of id: String) -> Int64? {
+        let id = ObserverKey(id)
+        guard let position = s.observers.index(forKey: id) else { return nil }
+        return s.observers.values[position].cursor
+    }
+
     /// Whether observer `id` exists (without copying it).
     public func knows(_ id: String) -> Bool {
         s.observers.index(forKey: ObserverKey(id)) != nil
