@@ -558,6 +558,10 @@ class Observer:
         self.last_event_id = None
         self.deleted = False
         self.lock = threading.Lock()
+        self.trail = collections.deque(maxlen=6)   # the observer's last requests, for failure reports
+
+    def note(self, text):
+        self.trail.append(text)
 
     def track(self, path, frm):
         old = self.reads.get(path)
@@ -574,6 +578,7 @@ class Observer:
         self.elem_from.clear()
 
     def answered(self, cursor):
+        self.trail.append(f"answered cursor {cursor}")
         self.implicit = cursor
         self.history.append((time.monotonic(), cursor))
         if len(self.history) > 64:
@@ -1544,6 +1549,7 @@ class StreamReader(threading.Thread):
             elif k in ("id", "event", "retry"):
                 ev[k] = v
         if anything:
+            ev["at"] = time.monotonic()
             ev["data"] = "\n".join(ev["data"])
             self.events.append(ev)
 
@@ -1825,7 +1831,8 @@ class Checker:
             le = self.log.by_seq.get(s)
             if le is not None and isinstance(s, int) and s <= since and receives(obs, le):
                 self.report.fail("repeated", f"observer {obs.id} reads {self.obs_reads_desc(obs, [le.path])}: {desc} "
-                                             f"(since {since}{', implicit' if implicit else ''}) answered again {short(c)}, which is at or before {since}")
+                                             f"(since {since}{', implicit' if implicit else ''}) answered again {short(c)}, which is at or before {since}; "
+                                             f"before: {list(obs.trail)}")
             elif le is None:
                 self.report.fail("spurious", f"observer {obs.id}: {desc} answered {short(c)}, a seq no write committed")
             else:
@@ -1835,7 +1842,7 @@ class Checker:
         for key, e in exp_by.items():
             if key not in matched:
                 self.report.fail("missed", f"observer {obs.id} reads {self.obs_reads_desc(obs, [e['path']])}: {desc} "
-                                           f"(since {since}, answered cursor {cursor}) lacks {short(e)}")
+                                           f"(since {since}, answered cursor {cursor}) lacks {short(e)}; before: {list(obs.trail)}")
         if raw and changes:
             last = self.log.by_seq.get(seqs[-1]) if isinstance(seqs[-1], int) else None
             if last is not None and self.log.txn_end.get(last.txn, 0) > cursor:
@@ -1865,6 +1872,8 @@ class Checker:
         self.stats["poll"] += 1
         status, h, ans = self.req("GET", url, headers=headers, k=k, timeout=timeout + 10)
         desc = f"GET {url}" + (f" -H 'Prefer: wait={timeout}'" if prefer else "")
+        if check:
+            obs.note(f"{desc} via {self.instances[k].name if k is not None else '?'}")
         if status != 200:
             self.report.fail("wrong-status", f"observer {obs.id}: {desc} answered {status} {short(ans)}")
             return None
@@ -1901,6 +1910,7 @@ class Checker:
 
     def do_inspect(self, obs, k=None, allowed_cursors=None):
         status, h, body = self.req("GET", f"/observers/{obs.id}", k=k)
+        obs.note(f"GET /observers/{obs.id}: cursor {body.get('cursor') if isinstance(body, dict) else status}")
         if status != 200 or not isinstance(body, dict):
             self.report.fail("wrong-status", f"GET /observers/{obs.id} answered {status} {short(body)}")
             return None
@@ -1925,19 +1935,21 @@ class Checker:
         cur = body.get("cursor")
         if allowed_cursors is not None:
             if cur not in allowed_cursors:
-                self.report.fail("wrong-cursor", f"observer {obs.id}: after kill -9 its cursor is {cur}, allowed {sorted(allowed_cursors)[-6:]}")
+                self.report.fail("wrong-cursor", f"observer {obs.id}: after kill -9 its cursor is {cur}, allowed {sorted(allowed_cursors)[-6:]}; "
+                                                 f"before: {list(obs.trail)[:-1]}")
             if isinstance(cur, int) and cur != obs.implicit:
                 obs.answered(cur)
         elif obs.implicit is not None and cur != obs.implicit:
             self.report.fail("wrong-cursor", f"observer {obs.id}: GET /observers/{obs.id} shows cursor {cur}; "
-                                             f"the cursor last answered to it is {obs.implicit}")
+                                             f"the cursor last answered to it is {obs.implicit}; before: {list(obs.trail)[:-1]}")
             if isinstance(cur, int):
                 obs.answered(cur)
         elif obs.implicit is None and isinstance(cur, int):
-            obs.implicit = cur
+            obs.answered(cur)
         return body
 
     def do_forget(self, obs):
+        obs.note("DELETE reads")
         status, _, body = self.req("DELETE", f"/observers/{obs.id}/reads")
         if status != 204:
             self.report.fail("wrong-status", f"DELETE /observers/{obs.id}/reads answered {status} {short(body)}")
@@ -2003,6 +2015,7 @@ class Checker:
         if since is not None:
             q.insert(0, f"since={since}")
         t = Checker.Parked(self.instances[k].port, f"/observers/{obs.id}/changes?" + "&".join(q), timeout)
+        obs.note(f"parked GET {t.url} via {self.instances[k].name}")
         t.start()
         return t
 
@@ -2153,6 +2166,9 @@ class Checker:
                 parsed.append(None)
                 continue
             parsed.append(got)
+            if isinstance(data.get("cursor"), int):
+                # a stream answers the observer too: its cursors count for the kill -9 allowance
+                obs.history.append((ev["at"], data["cursor"]))
             for c in got:
                 at.setdefault(c.get("seq"), i)
             if ev["event"] != "changes":
@@ -2184,6 +2200,7 @@ class Checker:
             obs.last_event_id = int(events[-1]["id"])
         elif not events and groups == []:
             obs.last_event_id = start
+        obs.note(f"stream {path} {headers} got {len(events)} events")
         obs.implicit = None   # what a stream does to the implicit cursor is not documented
 
     # -- restarts
