@@ -2201,7 +2201,16 @@ class Checker:
         elif not events and groups == []:
             obs.last_event_id = start
         obs.note(f"stream {path} {headers} got {len(events)} events")
-        obs.implicit = None   # what a stream does to the implicit cursor is not documented
+        # The server learns that the client closed the stream only when a
+        # write to it fails, and may count what it wrote meanwhile as
+        # answered. A poll ends the stream (the observer's one consumer);
+        # the cursor it then shows is adopted as the implicit cursor.
+        obs.implicit = None
+        time.sleep(0.3)
+        self.poll(obs, obs.cursors[-1], 1000)
+        time.sleep(0.1)
+        obs.implicit = None
+        self.do_inspect(obs)
 
     # -- restarts
     def restart(self, k, how):
