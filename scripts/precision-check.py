@@ -101,18 +101,22 @@ Modes
 -----
 * `sequential`: one client, one server on a temporary SQLite file.
 * `concurrent`: `--writers` writer threads (default 8) and `--readers`
-  reader/poller threads (default 8) on one server, the group commit in play.
-  Each writer owns its own objects (donuts, dots, posts, jobs, games), so the
-  model predicts their changes exactly whatever the interleaving; shared
-  things (truck name, account, orders and the computed orderCount,
-  collection memberships, appended rows) are checked against the full log
-  read by the all-seeing observer: the log is the oracle for order and seqs
-  (each acknowledged write is in it exactly once, as one transaction of
-  consecutive seqs, and replaying the log through the model gives every
-  old/new value it shows and the state the server ends with). Each reader
-  owns its observers; every poll is checked against the log once the log
-  reaches the poll's cursor. Restarts pause all threads first; writes whose
-  answer was lost to a kill -9 are resolved by the log.
+  reader/poller threads (default 8) on one server, the group commit in play;
+  each kind gets half of `--ops`. Each writer owns its own objects (donuts,
+  its orders, dots, posts, jobs, games), so the model predicts their changes
+  exactly whatever the interleaving; shared paths get unique values (truck
+  name, userName) or are derived (orderCount). The full log read by the
+  all-seeing observer is the oracle for order and seqs: every acknowledged
+  write must be in it exactly once with the predicted values, each
+  transaction at consecutive seqs; no change may come from nowhere; the log
+  replayed through the model must show every `old` as the value before, and
+  end in the state the server then serves. Each reader owns its observers
+  and records every read (paths from the answer, from its cursor) and every
+  poll; once the run is over, every poll answer is checked against the log
+  as in sequential mode, and every long-poll that answered empty before its
+  timeout is an early wake. Restarts pause every thread first (no write in
+  flight), then check the cursors of every observer as above; kill -9 in the
+  middle of writes is left to scripts/crash-test.py.
 * `cluster`: three instances on one PostgreSQL database (created by the
   checker at OBSERVABLE_TEST_POSTGRES_ADMIN_URL, which scripts/with-postgres
   exports, or given with --postgres-url), each request sent to one of them at
@@ -128,9 +132,19 @@ checks that each is caught; it exits 1 if one goes unnoticed.
 Output: each failure with the observer, the reads that matter, the request
 and the change; then a table of counts. Exit 1 if any count is non-zero.
 
+Streams and the implicit cursor: the documents do not say what a stream
+does to the implicit cursor, so after each stream test the checker closes
+it, ends it on the server with a poll (a poll ends the observer's stream),
+and adopts the cursor `GET /observers/{id}` then shows. (A server learns
+that a client closed a stream only when a write to it fails, and may count
+the events written meanwhile as answered.)
+
 Not checked (yet): server-advanced jobs (step/intervalMs), retention and
 `repair=true` (the checker keeps every change: --retain-changes is raised),
-TTL expiry, pages (`limit`/`after` on collections), tokens and CORS.
+TTL expiry, pages (`limit`/`after` on collections), If-Match with a correct
+tag on DELETE, tokens and CORS; in concurrent mode, reads lists (inserts race
+with inspections), displacement, streams and bodies of reads (the state at a
+read's cursor is not kept); kill -9 with writes in flight.
 """
 
 import argparse
