@@ -67,8 +67,9 @@ final class ChangeFeed: Sendable {
               headers: [(name: String, value: String)], connection: Connection) -> Reply
     {
         // Without `since`, the cursor last answered through any instance.
+        var saved: Int64?
         if since == nil {
-            do { try store.refreshCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
+            do { saved = try store.refreshCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
         }
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
@@ -106,8 +107,11 @@ final class ChangeFeed: Sendable {
                 return .response(APIError.response(for: error))
             }
         case .changes(_, let cursor):
-            // The next poll may come through another instance, without `since`.
-            do { try store.saveCursors([(observer, cursor)]) } catch { return .response(APIError.response(for: error)) }
+            // The next poll may come through another instance, without
+            // `since`: saved, unless it is the one just read back.
+            if cursor != saved {
+                do { try store.saveCursors([(observer, cursor)]) } catch { return .response(APIError.response(for: error)) }
+            }
             return .response(waiter.finish(Self.response(for: result)))
         default:
             return .response(waiter.finish(Self.response(for: result)))

@@ -258,10 +258,12 @@ extension Store {
 
     /// Makes observer `id`'s cursor (the default `since`) the one last
     /// answered to it through any instance. Nothing to do on a database of
-    /// one's own, where the registry's is that one.
-    public func refreshCursor(of id: String) throws {
-        guard let shared, PlantedFault.current != .forgetCursor, let saved = try shared.savedCursor(of: id) else { return }
+    /// one's own, where the registry's is that one. Returns the cursor read.
+    @discardableResult
+    public func refreshCursor(of id: String) throws -> Int64? {
+        guard let shared, PlantedFault.current != .forgetCursor, let saved = try shared.savedCursor(of: id) else { return nil }
         registry.withLock { $0.setCursor(of: id, to: saved) }
+        return saved
     }
 
     /// Whether answered cursors are saved as they are answered (several

@@ -613,6 +613,10 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         try probing { try $0.query("SELECT cursor FROM observers WHERE id = $1", [id]).int64(0, 0) }
     }
 
+    /// One `UPDATE` for all: the polls one commit wakes on this instance.
+    /// (A group of the saves of concurrent polls, as writes commit in
+    /// groups, saved nothing measurable: an instance answers polls on one
+    /// worker thread by default, so they rarely wait beside each other.)
     func saveCursors(_ cursors: [(id: String, cursor: Int64)]) throws {
         guard !cursors.isEmpty else { return }
         if cursors.count == 1 {
