@@ -88,6 +88,44 @@ import Testing
         }
     }
 
+    /// The change feed's `410` names the oldest change kept: every member of
+    /// its problem is a property of the document's `Problem`, which admits
+    /// no others.
+    @Test func theGoneProblemIsAProblemOfTheDocument() throws {
+        let server = try TestServer { $0.store.retainChanges = 3 }
+        let client = server.client
+        let id = try client.observer()
+        for i in 0..<5 { _ = try client.patch("/truck", ["name": .string("Name \(i)")]) }
+        let gone = try client.changes(id, since: 0)
+        #expect(gone.status == 410)
+        let members = Set(try #require(gone.json.objectValue).keys)
+        #expect(members == ["type", "title", "status", "detail", "oldestRetainedSeq"])
+        let file = String(decoding: try Self.document(), as: UTF8.self)
+        #expect(file.contains("    Problem:\n      description: RFC 9457 problem details.\n      type: object\n      additionalProperties: false\n"))
+        #expect(members.subtracting(Self.properties(ofSchema: "Problem", in: file)).sorted() == [],
+                "members of the 410 that the document's Problem does not admit")
+    }
+
+    /// The property names of the schema `name` of `components: schemas:`,
+    /// read from the layout docs/openapi.yaml keeps (a schema at four spaces
+    /// of indentation, its `properties:` at six, their names at eight).
+    static func properties(ofSchema name: String, in yaml: String) -> Set<String> {
+        var inSchema = false, inProperties = false
+        var properties: Set<String> = []
+        for line in yaml.split(separator: "\n") {
+            let indent = line.prefix { $0 == " " }.count
+            if indent <= 4 {
+                inSchema = line == "    \(name):"
+                inProperties = false
+            } else if inSchema, indent == 6 {
+                inProperties = line == "      properties:"
+            } else if inProperties, indent == 8, line.hasSuffix(":") {
+                properties.insert(String(line.dropFirst(8).dropLast()))
+            }
+        }
+        return properties
+    }
+
     /// Every method of every route the router knows is an operation of the
     /// document, and the document has no operation the router lacks.
     @Test func documentHasExactlyTheRoutesOfTheRouter() throws {
