@@ -81,7 +81,7 @@ extension ChangeFeed {
         }
         // The observer's one consumer: a poll or stream parked before gives way.
         if let displaced = registry.withLock({ $0.takeWaiter(of: observer) }) { giveWay([(observer, displaced)]) }
-        store.announceParked(observer)
+        store.announceParked(observer, stream: true)
         if let cursor = deliver(poll) { saveCursors([(observer, cursor)]) }
         return .parked
     }

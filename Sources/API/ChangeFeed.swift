@@ -93,10 +93,14 @@ final class ChangeFeed: Sendable {
         }
         let givingWay = [stream, displaced].compactMap { $0 }
         if !givingWay.isEmpty { giveWay(givingWay.map { (observer, $0) }) }
-        switch result {
-        case .parked:
+        if case .parked = result {
             store.announceParked(observer)
             return .parked
+        }
+        // Answered at once: a stream of it open on another instance ends,
+        // as one open here did.
+        if case .unknownObserver = result {} else { store.endStreamElsewhere(of: observer) }
+        switch result {
         case .gone where repair:
             // Past retention: the current value of everything it reads, at once.
             do {

@@ -244,13 +244,15 @@ extension Store {
         startSynchronizing()
     }
 
-    /// Announces a poll of `observer` parked on this instance, so that one
-    /// parked on another gives way (one parked poll per observer, as on
-    /// one server). Nothing to do on a database of one's own.
-    public func announceParked(_ observer: String) {
+    /// Announces a poll of `observer` parked on this instance, or a stream
+    /// of it opened here, so that one parked or open on another gives way
+    /// (one consumer per observer, as on one server). Nothing to do on a
+    /// database of one's own.
+    public func announceParked(_ observer: String, stream: Bool = false) {
         guard let shared else { return }
+        remoteStreams.withLock { _ = $0.remove(observer) }
         do {
-            try shared.announceParked(instance: instance, observer: observer)
+            try shared.announceParked(instance: instance, observer: observer, stream: stream)
         } catch {
             logger.warning("could not announce a parked poll: \(error)")
         }
@@ -279,12 +281,29 @@ extension Store {
         try shared.saveCursors(cursors)
     }
 
-    /// Answers this instance's parked polls of observers parked anew elsewhere.
-    private func giveWay(_ parked: [(instance: String, observer: String)]) {
+    /// Ends a stream of `observer` open on another instance, if one was
+    /// announced: a poll answered here at once is its consumer now, as on
+    /// one server (a poll that parks announces itself).
+    public func endStreamElsewhere(of observer: String) {
+        guard shared != nil, remoteStreams.withLock({ $0.contains(observer) }) else { return }
+        announceParked(observer)
+    }
+
+    /// Answers this instance's parked polls, and ends its streams, of
+    /// observers parked anew elsewhere; remembers the streams opened
+    /// elsewhere.
+    private func giveWay(_ parked: [ParkedAnnouncement]) {
         var displaced: [(observer: String, waiter: any ChangeWaiter)] = []
+        let others = parked.filter { $0.instance != instance }
+        guard !others.isEmpty else { return }
+        remoteStreams.withLock { streams in
+            for announcement in others {
+                if announcement.stream { streams.insert(announcement.observer) } else { streams.remove(announcement.observer) }
+            }
+        }
         registry.withLock { registry in
-            for (other, observer) in parked where other != instance {
-                if let waiter = registry.takeWaiter(of: observer) { displaced.append((observer, waiter)) }
+            for announcement in others {
+                if let waiter = registry.takeWaiter(of: announcement.observer) { displaced.append((announcement.observer, waiter)) }
             }
         }
         if !displaced.isEmpty, let handler = displacedHandler.withLock({ $0 }) { handler(displaced) }

@@ -57,6 +57,9 @@ public final class Store: Sendable {
     /// thread that serves them.
     let waitingForSync = Locked<[@Sendable (Result<Void, any Error>) -> Void]>([])
     let synchronizer = Locked<ServiceThread?>(nil)
+    /// Observers with a stream announced open on another instance (several
+    /// instances): a poll answered here at once ends it.
+    let remoteStreams = Locked<Set<String>>([])
     /// This instance among those sharing the database.
     let instance = Identifier.make()
     /// Answers parked polls that gave way to one parked elsewhere.

@@ -77,6 +77,31 @@ import TestSupport
         #expect(try c.get("/observers/\(observer)").json["cursor"] == expired["cursor"])
     }
 
+    /// A poll through another instance is the observer's consumer, as on
+    /// one server: a stream of it open on A ends, even when the poll is
+    /// answered at once, and moves the cursor no more.
+    @Test func aPollThroughAnotherInstanceEndsAStreamOpenOnOne() throws {
+        let servers = try Self.cluster(2)
+        let (a, b) = (servers[0].client, servers[1].client)
+        let observer = try a.observer()
+        _ = try a.get("/truck/orderCount", observer: observer)
+        let stream = try EventStreamClient(port: servers[0].port, observer: observer)
+        #expect(try b.post("/truck/orders", Self.order).status == 201)
+        let first = try #require(try stream.next())
+        #expect(first.json.changeList.map { $0["new"] } == [1])
+        // B has heard of the stream once its cursor shows it moved.
+        let cursor = try #require(first.id.flatMap { Int64($0) })
+        try waitUntil(timeout: 10) {
+            let shown: Int64? = try? b.get("/observers/\(observer)").json["cursor"]?.intValue
+            return shown == cursor
+        }
+        let answered = try b.changes(observer, since: 0).json
+        #expect(answered.changeList.count == 1)
+        #expect(try stream.rest().isEmpty)
+        #expect(try b.post("/truck/orders", Self.order).status == 201)
+        #expect(try a.get("/observers/\(observer)").json["cursor"] == answered["cursor"])
+    }
+
     @Test func oneObserverIsTheSameThroughEveryInstance() throws {
         let servers = try Self.cluster()
         let clients = servers.map(\.client)

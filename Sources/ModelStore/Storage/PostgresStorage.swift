@@ -578,7 +578,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
-    func awaitAnnouncement(timeout: Double) throws -> (newest: Int64?, parked: [(instance: String, observer: String)]) {
+    func awaitAnnouncement(timeout: Double) throws -> (newest: Int64?, parked: [ParkedAnnouncement]) {
         try listener.withLock { connection in
             do {
                 if connection == nil || connection?.isOpen == false {
@@ -591,13 +591,17 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
                 }
                 let found = try connection!.notifications(waiting: timeout)
                 var newest: Int64?
-                var parked: [(instance: String, observer: String)] = []
+                var parked: [ParkedAnnouncement] = []
                 for (channel, payload) in found {
                     if channel == Self.channel, let version = Int64(payload) {
                         newest = max(newest ?? version, version)
                     } else if channel == Self.parkedChannel {
-                        let parts = payload.split(separator: " ", maxSplits: 1)
-                        if parts.count == 2 { parked.append((String(parts[0]), String(parts[1]))) }
+                        // "instance observer", and " stream" after a stream's.
+                        let parts = payload.split(separator: " ")
+                        if parts.count >= 2 {
+                            parked.append(ParkedAnnouncement(instance: String(parts[0]), observer: String(parts[1]),
+                                                             stream: parts.count > 2 && parts[2] == "stream"))
+                        }
                     }
                 }
                 return (newest, parked)
@@ -633,8 +637,9 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
-    func announceParked(instance: String, observer: String) throws {
-        try probing { try $0.query("SELECT pg_notify($1, $2)", [Self.parkedChannel, instance + " " + observer]) }
+    func announceParked(instance: String, observer: String, stream: Bool) throws {
+        let payload = instance + " " + observer + (stream ? " stream" : "")
+        try probing { try $0.query("SELECT pg_notify($1, $2)", [Self.parkedChannel, payload]) }
     }
 
     func claim(_ work: String) throws -> Bool {

@@ -36,10 +36,11 @@ public protocol SharedStorage: ModelStorage, Sendable {
     /// Waits up to `timeout` seconds for announcements: the newest version
     /// committed, if any was announced, and the polls parked since, as
     /// (instance, observer).
-    func awaitAnnouncement(timeout: Double) throws -> (newest: Int64?, parked: [(instance: String, observer: String)])
-    /// Announces that `instance` parked a poll of `observer`: a poll of it
-    /// parked on another instance gives way.
-    func announceParked(instance: String, observer: String) throws
+    func awaitAnnouncement(timeout: Double) throws -> (newest: Int64?, parked: [ParkedAnnouncement])
+    /// Announces that `instance` parked a poll of `observer`, or opened a
+    /// stream for it, or answered a poll of it while a stream of it was
+    /// open elsewhere: a poll or stream of it on another instance gives way.
+    func announceParked(instance: String, observer: String, stream: Bool) throws
     /// The cursor saved for observer `id` (by any instance).
     func savedCursor(of id: String) throws -> Int64?
     /// Saves each observer's cursor as the one last answered to it,
@@ -52,6 +53,16 @@ public protocol SharedStorage: ModelStorage, Sendable {
     /// Tries to become (or stay) the one instance that runs `work`; the
     /// claim lasts as long as this instance's connection.
     func claim(_ work: String) throws -> Bool
+}
+
+/// A consumer of an observer's feed (a parked poll, or a stream) taken up
+/// by an instance: those of the same observer on other instances give way.
+public struct ParkedAnnouncement: Sendable {
+    public let instance: String
+    public let observer: String
+    /// A stream, which goes on after answering (a poll answered at once
+    /// through another instance must end it).
+    public let stream: Bool
 }
 
 /// One entry of the shared journal: what one ordered transaction did.
