@@ -3,6 +3,7 @@ import HTTPServer
 import JSON
 import ModelObservation
 import ModelStore
+import Synchronization
 
 /// The change feed as a stream of Server-Sent Events (`Accept:
 /// text/event-stream`): one event per transaction that concerns the
@@ -19,6 +20,12 @@ extension ChangeFeed {
         var cursor: Int64
         var sentRetry = false
         let delivering = Locked(())
+        /// Set, under the registry's lock, when a poll or another stream of
+        /// its observer takes its place: it answers nothing more from then
+        /// on, so the cursor it moves is never newer than theirs, even
+        /// when it was delivering at the moment (not parked, so not found
+        /// as the observer's waiter).
+        let superseded = Atomic<Bool>(false)
 
         init(observer: String, cursor: Int64, coalesce: Bool, stream: EventStream) {
             self.observer = observer
@@ -60,6 +67,7 @@ extension ChangeFeed {
         }, onEnd: { [weak self] in
             guard let self, let poll = holder.withLock({ $0 }) else { return }
             self.registry.withLock { $0.withdraw(poll, of: observer) }
+            self.streams.withLock { if $0[observer] === poll { $0[observer] = nil } }
         }) else {
             return .response(APIError.response(for: APIError(503, "the server is stopping")))
         }
@@ -79,8 +87,15 @@ extension ChangeFeed {
             }
             saveCursors([(observer, repaired.cursor)])
         }
-        // The observer's one consumer: a poll or stream parked before gives way.
-        if let displaced = registry.withLock({ $0.takeWaiter(of: observer) }) { giveWay([(observer, displaced)]) }
+        // The observer's one consumer: a poll or stream parked before, or a
+        // stream delivering now, gives way.
+        let (displaced, earlier) = registry.withLock { registry in
+            let earlier = streams.withLock { $0.updateValue(poll, forKey: observer) }
+            earlier?.superseded.store(true, ordering: .releasing)
+            return (registry.takeWaiter(of: observer), earlier)
+        }
+        if let displaced { giveWay([(observer, displaced)]) }
+        earlier?.stream.close()
         store.announceParked(observer, stream: true)
         if let cursor = deliver(poll) { saveCursors([(observer, cursor)]) }
         return .parked
@@ -96,9 +111,14 @@ extension ChangeFeed {
         poll.delivering.withLock { _ in
             var sent: Int64?
             while poll.stream.isOpen, !poll.stream.isBlocked {
-                let (result, _) = registry.withLock {
-                    $0.poll(poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
-                            displacing: false, park: { poll.stream.isOpen ? poll : nil })
+                let answer: ObservationRegistry.Poll? = registry.withLock { registry in
+                    guard !poll.superseded.load(ordering: .acquiring) else { return nil }
+                    return registry.poll(poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
+                                         displacing: false, park: { poll.stream.isOpen ? poll : nil }).poll
+                }
+                guard let result = answer else {
+                    poll.stream.close()
+                    return sent
                 }
                 switch result {
                 case .parked:

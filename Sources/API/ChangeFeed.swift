@@ -49,6 +49,10 @@ final class ChangeFeed: Sendable {
     let counter: Metrics.RouteCounter
     /// Weak: the daemon owns the responder that owns this feed.
     private let daemon = Locked(Weak<HTTPDaemon>())
+    /// Each observer's open stream, parked or delivering: the one a poll
+    /// or a newer stream of the same observer ends. Changed under the
+    /// registry's lock (taken first).
+    let streams = Locked<[String: StreamingPoll]>([:])
 
     init(store: Store, metrics: Metrics) {
         self.store = store
@@ -83,15 +87,21 @@ final class ChangeFeed: Sendable {
             waiter.parked.withLock { $0 = parked }
             return waiter
         } : nil
-        let (result, displaced, stream) = registry.withLock { registry in
+        let (result, displaced, ended) = registry.withLock { registry in
             // A poll is the observer's consumer: a stream open for it ends,
-            // under the same lock as the poll.
-            let stream = registry.waiter(of: observer) is StreamingPoll ? registry.takeWaiter(of: observer) : nil
+            // under the same lock as the poll, parked or delivering now (it
+            // stops before its next answer).
+            var ended: [any ChangeWaiter] = []
+            if registry.waiter(of: observer) is StreamingPoll, let parked = registry.takeWaiter(of: observer) { ended.append(parked) }
+            if let open = streams.withLock({ $0.isEmpty ? nil : $0.removeValue(forKey: observer) }) {
+                open.superseded.store(true, ordering: .releasing)
+                if open !== ended.first { ended.append(open) }
+            }
             let (result, displaced) = registry.poll(observer, since: since, limit: limit, coalesce: coalesce,
                                                     now: ServerClock.wallSeconds, park: park)
-            return (result, displaced, stream)
+            return (result, displaced, ended)
         }
-        let givingWay = [stream, displaced].compactMap { $0 }
+        let givingWay = ended + [displaced].compactMap { $0 }
         if !givingWay.isEmpty { giveWay(givingWay.map { (observer, $0) }) }
         if case .parked = result {
             store.announceParked(observer)
