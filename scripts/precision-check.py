@@ -1901,6 +1901,23 @@ class Checker:
             obs.answered(cursor)
         return ans
 
+    def catch_up(self, obs):
+        """Polls the observer (explicit `since`, limit 1000) until its cursor
+        is the newest seq, so that a long-poll parked next has nothing to
+        answer at once. One page is not enough: an observer that reads much
+        and has not polled for a while has more than 1000 changes waiting,
+        and the page then ends before the newest seq (as it should)."""
+        since = obs.implicit if obs.implicit is not None else obs.cursors[-1]
+        newest = self.log.newest
+        while True:
+            ans = self.poll(obs, since, 1000)
+            if ans is None:
+                return None
+            cursor = ans.get("cursor")
+            if not isinstance(cursor, int) or cursor >= newest or cursor <= since:
+                return ans
+            since = cursor
+
     def do_poll(self, obs):
         r = self.rng.random()
         limit = self.rng.choice([None, None, 1, 2, 3, 5, 1000]) if self.rng.random() < 0.35 else None
@@ -1980,8 +1997,7 @@ class Checker:
         if self.rng.random() < 0.3 and self.longpoll_budget > 0:
             self.longpoll_budget -= 1
             # catch up first, so that the parked poll has nothing to answer
-            since = obs.implicit if obs.implicit is not None else obs.cursors[-1]
-            if self.poll(obs, since, 1000) is not None:
+            if self.catch_up(obs) is not None:
                 parked = self.start_parked(obs, None, 10)
                 time.sleep(0.15)
         t0 = time.monotonic()
@@ -2052,8 +2068,7 @@ class Checker:
             return self.do_poll(obs)
         self.longpoll_budget -= 1
         # catch up first, so that nothing waits for the observer already
-        since = obs.implicit if obs.implicit is not None else obs.cursors[-1]
-        if self.poll(obs, since, 1000) is None:
+        if self.catch_up(obs) is None:
             return
         want_wake = self.rng.random() < 0.6
         plan = None
@@ -2106,8 +2121,7 @@ class Checker:
         if self.longpoll_budget <= 0:
             return self.do_poll(obs)
         self.longpoll_budget -= 1
-        since = obs.implicit if obs.implicit is not None else obs.cursors[-1]
-        if self.poll(obs, since, 1000) is None:
+        if self.catch_up(obs) is None:
             return
         first = self.start_parked(obs, None if self.rng.random() < 0.5 else obs.implicit, 5)
         time.sleep(0.2)
