@@ -1465,6 +1465,16 @@ class Reads:
 # Streams (Server-Sent Events) over a raw socket
 
 
+def sr_cursor(events):
+    """The cursor of a stream's last event, for failure reports."""
+    for ev in reversed(events):
+        try:
+            return json.loads(ev["data"]).get("cursor")
+        except (ValueError, AttributeError):
+            continue
+    return None
+
+
 class StreamReader(threading.Thread):
     """Reads one SSE answer; collects (id, event, data, retry) tuples."""
 
@@ -2181,10 +2191,14 @@ class Checker:
                 groups[-1][1].append(e)
             else:
                 groups.append((e.txn, [e]))
-        deadline = time.monotonic() + 3
+        t_wait = time.monotonic()
+        deadline = t_wait + 3
         while time.monotonic() < deadline and len([e for e in sr.events if e["event"] != "gone"]) < len(groups):
             time.sleep(0.02)
         time.sleep(0.05)
+        # what the stream did, for a failure report: did the server end it?
+        ended_by_server = sr.ended
+        waited = time.monotonic() - t_wait
         sr.close()
         desc = f"observer {obs.id} ({len(obs.reads)} reads): stream GET {path} ({how}) through {self.instances[k].name}"
         events = [e for e in sr.events if e["event"] != "gone"]
@@ -2215,7 +2229,12 @@ class Checker:
             want = [e.json() for e in es]
             i = at.get(es[0].seq)
             if i is None:
-                self.report.fail("missed", f"{desc}: no event holds the transaction {short(want, 300)}", n=len(es))
+                last = events[-1] if events else None
+                self.report.fail("missed", f"{desc}: no event holds the transaction {short(want, 300)} "
+                                           f"({len(events)} events for {len(groups)} transactions in {waited:.2f} s, the last "
+                                           f"id {last['id'] if last else None} at +{(last['at'] - t_wait) if last else 0:.2f} s; "
+                                           f"{'ended by the server' if ended_by_server else 'still open'}; "
+                                           f"server's cursor {sr_cursor(events)}; before: {list(obs.trail)})", n=len(es))
                 continue
             used.add(i)
             if jdump(parsed[i]) != jdump(want):
