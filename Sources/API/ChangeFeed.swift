@@ -22,6 +22,16 @@ final class ChangeFeed: Sendable {
         /// a wake-up does not park it again.
         /// (An atomic flag, not a `Locked`: it costs a parked poll no allocation of its own.)
         let expired = Atomic<Bool>(false)
+        /// Taken, under the registry's lock, by whoever works out its answer
+        /// (a wake, its deadline, a newer poll, a deletion) before the
+        /// answer moves the observer's cursor: two of them must not both
+        /// move it when only one answer reaches the client. A wake that
+        /// parks it again gives it back.
+        let claimed = Atomic<Bool>(false)
+
+        func claim() -> Bool {
+            claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        }
 
         init(observer: String, since: Int64?, limit: Int, coalesce: Bool, headers: [(name: String, value: String)]) {
             self.observer = observer
@@ -79,8 +89,7 @@ final class ChangeFeed: Sendable {
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
                 waiter.expired.store(true, ordering: .releasing)
-                registry.withLock { $0.withdraw(waiter, of: observer) }
-                let response = self.answer(waiter)
+                guard let response = self.answerAtDeadline(waiter) else { return nil }
                 counter.record(response.status)
                 return response
             }) else { return nil }
@@ -141,7 +150,7 @@ final class ChangeFeed: Sendable {
                 stream.stream.close()
                 continue
             }
-            guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { continue }
+            guard let poll = waiter as? ParkedPoll, let connection = poll.connection, poll.claim() else { continue }
             let cursor = poll.since ?? registry.withLock { $0.observer(observer)?.cursor ?? $0.lastSeq }
             answers.append((connection, poll.finish(Self.feedResponse([], cursor: cursor))))
         }
@@ -171,10 +180,16 @@ final class ChangeFeed: Sendable {
             // (With the planted fault `wake-every-poll`, answered even when
             // nothing it read changed.)
             let parkAgain = PlantedFault.current != .wakeEveryPoll
-            let (result, _) = registry.withLock {
-                $0.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
-                        displacing: false, park: { poll.expired.load(ordering: .acquiring) || !parkAgain ? nil : poll })
+            let answer: ObservationRegistry.Poll? = registry.withLock { registry in
+                guard poll.claim() else { return nil }
+                let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce,
+                                                now: ServerClock.wallSeconds, displacing: false,
+                                                park: { poll.expired.load(ordering: .acquiring) || !parkAgain ? nil : poll })
+                if case .parked = result { poll.claimed.store(false, ordering: .releasing) }
+                return result
             }
+            // Its deadline, or a newer poll, answers it.
+            guard let result = answer else { continue }
             if case .parked = result { continue }
             if sharing, case .changes(_, let cursor) = result { cursors.append((poll.observer, cursor)) }
             if case .changes(let changes, let cursor) = result, poll.headers.isEmpty {
@@ -213,7 +228,7 @@ final class ChangeFeed: Sendable {
     /// Answers the parked poll of a deleted observer.
     func observerDeleted(_ waiter: (any ChangeWaiter)?) {
         if let stream = waiter as? StreamingPoll { stream.stream.close() }
-        guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { return }
+        guard let poll = waiter as? ParkedPoll, let connection = poll.connection, poll.claim() else { return }
         resume([(connection, poll.finish(Problem.response(404, "Not Found", "observer \(poll.observer) was deleted")))])
     }
 
@@ -224,13 +239,17 @@ final class ChangeFeed: Sendable {
     }
 
     /// What a parked poll answers at its deadline: its changes, or none
-    /// with the cursor, which is saved where instances share it.
-    private func answer(_ poll: ParkedPoll) -> HTTPResponse {
-        let (result, before) = registry.withLock { registry in
+    /// with the cursor, which is saved where instances share it. Nil when
+    /// a wake, a newer poll or a deletion took the answering on itself.
+    private func answerAtDeadline(_ poll: ParkedPoll) -> HTTPResponse? {
+        let answered: (ObservationRegistry.Poll, Int64?)? = registry.withLock { registry in
+            registry.withdraw(poll, of: poll.observer)
+            guard poll.claim() else { return nil }
             let before = registry.cursor(of: poll.observer)
             return (registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce,
                                   now: ServerClock.wallSeconds).poll, before)
         }
+        guard let (result, before) = answered else { return nil }
         // Saved only when it moved: many polls may pass their deadline at once.
         if case .changes(_, let cursor) = result, cursor != before { saveCursors([(poll.observer, cursor)]) }
         return poll.finish(Self.response(for: result))

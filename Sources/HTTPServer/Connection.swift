@@ -9,7 +9,7 @@ public struct Connection: Sendable {
     /// `HTTPDaemon.resume`, or until `timeout` passes, when `onDeadline`'s
     /// answer is sent. Returns nil when the server is stopping: answer now.
     /// After parking, the responder must return `.parked`.
-    public func park(timeout: Duration, onDeadline: @escaping @Sendable () -> HTTPResponse) -> ParkedConnection? {
+    public func park(timeout: Duration, onDeadline: @escaping @Sendable () -> HTTPResponse?) -> ParkedConnection? {
         daemon.park(pointer, context: context, timeout: timeout, onDeadline: onDeadline)
     }
 

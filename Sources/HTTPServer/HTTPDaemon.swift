@@ -164,7 +164,8 @@ public final class HTTPDaemon: Sendable {
         // aborts the process: "Failed to remove listen FD from epoll set".)
         stopping.store(true, ordering: .sequentiallyConsistent)
         let parked = lot.withLock { $0.removeAll() }
-        resume(parked.map { ($0, $0.onDeadline()) })
+        // (One whose answer another thread took on is resumed by it: waited for below.)
+        resume(parked.compactMap { parked in parked.onDeadline().map { (parked, $0) } })
         // Streams end after what they were sent (a client reconnects and resumes).
         for stream in streamWriter.streams { stream.close() }
         ServiceThread.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, timeout: grace, step: 0.01)
@@ -204,7 +205,7 @@ public final class HTTPDaemon: Sendable {
 
     // MARK: - Parking
 
-    func park(_ connection: ConnectionPointer, context: RequestContext, timeout: Duration, onDeadline: @escaping @Sendable () -> HTTPResponse) -> ParkedConnection? {
+    func park(_ connection: ConnectionPointer, context: RequestContext, timeout: Duration, onDeadline: @escaping @Sendable () -> HTTPResponse?) -> ParkedConnection? {
         guard !stopping.load(ordering: .acquiring) else { return nil }
         let id = nextParkID.add(1, ordering: .relaxed).oldValue
         let parked = ParkedConnection(id: id, connection: connection, deadline: ServerClock.now.advanced(by: timeout), onDeadline: onDeadline)
@@ -294,7 +295,8 @@ public final class HTTPDaemon: Sendable {
             return (expired, next)
         }
         // Already removed from the lot: settle and resume directly.
-        for parked in expired where parked.settle(with: parked.onDeadline()) {
+        for parked in expired {
+            guard let response = parked.onDeadline(), parked.settle(with: response) else { continue }
             MHD_resume_connection(parked.connection.raw)
         }
         return next

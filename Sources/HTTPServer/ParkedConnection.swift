@@ -14,12 +14,14 @@ public final class ParkedConnection: Sendable {
 
     let id: UInt64
     let deadline: ServerClock.Instant
-    /// Builds the answer when the deadline passes or the server stops.
-    let onDeadline: @Sendable () -> HTTPResponse
+    /// Builds the answer when the deadline passes or the server stops; nil
+    /// when another thread has taken the answering on itself (and will
+    /// resume it through `HTTPDaemon.resume`).
+    let onDeadline: @Sendable () -> HTTPResponse?
     let connection: ConnectionPointer
     private let state = Locked<State>(.parked)
 
-    init(id: UInt64, connection: ConnectionPointer, deadline: ServerClock.Instant, onDeadline: @escaping @Sendable () -> HTTPResponse) {
+    init(id: UInt64, connection: ConnectionPointer, deadline: ServerClock.Instant, onDeadline: @escaping @Sendable () -> HTTPResponse?) {
         self.id = id
         self.connection = connection
         self.deadline = deadline
