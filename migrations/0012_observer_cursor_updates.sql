@@ -1,0 +1,2 @@
+-- SQLite saves cursors with the housekeeping, in place: nothing to change.
+SELECT 1;
