@@ -3147,7 +3147,9 @@ def planted_faults(args):
         a.ops = min(args.ops, 1200)
         a.observers = min(args.observers, 30)
         a.restarts = max(1, min(args.restarts, 2))
-        a.longpolls = 30
+        # Waking every poll shows only in the long-polls that must stay quiet:
+        # enough of them that one early answer is certain, not likely.
+        a.longpolls = 80 if fault == "wake-every-poll" else 30
         a.streams = 10
         a.max_print = 3
         mode = "sequential"
