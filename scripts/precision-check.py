@@ -3144,11 +3144,12 @@ def planted_faults(args):
     missed = 0
     for fault in faults:
         a = argparse.Namespace(**vars(args))
-        a.ops = min(args.ops, 1200)
+        # Waking every poll shows only in the long-polls that must stay
+        # quiet (about one operation in 200): enough of them that an early
+        # answer is certain, not likely.
+        a.ops = min(args.ops, 4000 if fault == "wake-every-poll" else 1200)
         a.observers = min(args.observers, 30)
         a.restarts = max(1, min(args.restarts, 2))
-        # Waking every poll shows only in the long-polls that must stay quiet:
-        # enough of them that one early answer is certain, not likely.
         a.longpolls = 80 if fault == "wake-every-poll" else 30
         a.streams = 10
         a.max_print = 3
