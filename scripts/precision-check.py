@@ -591,12 +591,22 @@ class Observer:
         self.reads.clear()
         self.elem_from.clear()
 
+    def prune_history(self):
+        """Keeps the cursors answered in the last 5 s and the last one before
+        them: what a kill -9 may leave (the server saves once a second). By
+        time, not count: a stream's events may be many in one second."""
+        if len(self.history) < 64:
+            return
+        self.history.sort()
+        cut = time.monotonic() - 5
+        older = [e for e in self.history if e[0] <= cut]
+        self.history = older[-1:] + [e for e in self.history if e[0] > cut]
+
     def answered(self, cursor):
         self.trail.append(f"answered cursor {cursor}")
         self.implicit = cursor
         self.history.append((time.monotonic(), cursor))
-        if len(self.history) > 64:
-            self.history = self.history[-32:]
+        self.prune_history()
         self.cursors.append(cursor)
         if len(self.cursors) > 16:
             self.cursors = self.cursors[-12:]
@@ -2218,6 +2228,7 @@ class Checker:
             if isinstance(data.get("cursor"), int):
                 # a stream answers the observer too: its cursors count for the kill -9 allowance
                 obs.history.append((ev["at"], data["cursor"]))
+                obs.prune_history()
             for c in got:
                 at.setdefault(c.get("seq"), i)
             if ev["event"] != "changes":
@@ -2301,8 +2312,8 @@ class Checker:
                 older = [c for (t, c) in obs.history if t <= kill_time - 1.5]
                 if older:
                     allowed.add(older[-1])
-                elif obs.history:
-                    allowed = None if obs.history[0][0] > kill_time - 1.5 and len(obs.history) >= 32 else allowed | {obs.creation}
+                else:
+                    allowed.add(obs.creation)
                 if obs.implicit is None:
                     allowed = None
             self.do_inspect(obs, allowed_cursors=allowed)
