@@ -110,7 +110,9 @@ public final class ObservableAPI: Sendable {
         } else {
             let selection = try FieldSelection(request.query["fields"], allowed: allowed)
             representation = try render(snapshot.state, selection)
-            response = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
+            var made = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
+            for link in representation.links { made.headers.append(("Link", link)) }
+            response = made
             if !conditional {
                 answers.keep(representation, response, for: request.path, query: request.query, in: snapshot)
             }

@@ -41,7 +41,8 @@ extension ObservableAPI {
         let element = resource.kind == .singleton ? resource.path : resource.path + "/:id"
         if operations.contains(.list) {
             router.get(resource.path) { [self] context in
-                try read(context, fields: resource.selectableFields) { state, selection in resource.list(in: state, selection) }
+                let page = try Page.parse { context.request.query[$0] }
+                return try read(context, fields: resource.selectableFields) { state, selection in resource.list(in: state, selection, page: page) }
             }
         }
         if operations.contains(.create) {
@@ -53,8 +54,15 @@ extension ObservableAPI {
         if operations.contains(.get) {
             router.get(element) { [self] context in
                 let id = context.parameter("id")
-                return try read(context, fields: resource.selectableFields) { state, selection in
-                    resource.representation(of: try resource.record(id, in: state), in: state, selection)
+                // A singleton's collections (the truck's orders) a page at a time: `orders.limit`, …
+                var pages: [String: Page] = [:]
+                if resource.kind == .singleton {
+                    for case .collection(let shown) in resource.members {
+                        pages[shown.name] = try Page.parse(prefix: shown.name + ".") { context.request.query[$0] }
+                    }
+                }
+                return try read(context, fields: resource.selectableFields) { [pages] state, selection in
+                    resource.representation(of: try resource.record(id, in: state), in: state, selection, pages: pages)
                 }
             }
             for (index, computed) in resource.computed.enumerated() where resource.kind == .singleton {

@@ -16,7 +16,7 @@ extension ObservableAPI {
             let body = try RequestBody.validated(context.request, fields: [Self.ttlSeconds], requireAll: false, emptyAllowed: true)
             let ttl = body.int("ttlSeconds") ?? Int64(Store.defaultObserverTTL)
             let observer = try store.createObserver(ttlSeconds: Int(ttl), now: ServerClock.wallSeconds)
-            return .response(Self.answer(Answer(status: 201, body: JSONWriter.bytes(Self.json(observer)), location: "/observers/" + observer.id)))
+            return .response(Self.answer(Answer(status: 201, body: JSONWriter.bytes(json(observer)), location: "/observers/" + observer.id)))
         }
         router.get("/observers/:id") { [self] context in
             let id = context.parameter("id")
@@ -26,7 +26,7 @@ extension ObservableAPI {
             guard let observer = store.registry.withLock({ $0.touch(id, now: ServerClock.wallSeconds) ? $0.observer(id) : nil }) else {
                 throw APIError(404, "no observer \(id)")
             }
-            return .response(Self.json(JSONWriter.bytes(Self.json(observer)), request: context.request, cursor: store.registry.withLock { $0.lastSeq }))
+            return .response(Self.json(JSONWriter.bytes(json(observer)), request: context.request, cursor: store.registry.withLock { $0.lastSeq }))
         }
         router.delete("/observers/:id", access: .read) { [self] context in
             let waiter = try store.deleteObserver(context.parameter("id"))
@@ -108,10 +108,12 @@ extension ObservableAPI {
         return nil
     }
 
-    static func json(_ observer: ObserverSnapshot) -> JSONValue {
-        [
+    func json(_ observer: ObserverSnapshot) -> JSONValue {
+        let (reads, shapes) = store.describeReads(of: observer)
+        return [
             "id": .string(observer.id),
-            "reads": .array(observer.reads.keys.sorted().map { .string($0.path) }),
+            "reads": .array(reads.map(JSONValue.string)),
+            "shapes": .array(shapes),
             "cursor": .int(observer.cursor),
             "ttlSeconds": .int(Int64(observer.ttlSeconds)),
         ]

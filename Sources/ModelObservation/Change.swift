@@ -28,6 +28,9 @@ public struct Change: Sendable, Equatable {
     /// Keys that an observer has read by receiving this change: the
     /// properties of an inserted element.
     public let impliedReads: [PropertyKey]
+    /// Where it lands for readers of shapes: parsed once from the keys
+    /// that name places (`Place.key`), which are kept among `keys`.
+    public let places: [Place]
 
     public init(seq: Int64, transaction: Int64, path: String, operation: Operation, old: String?, new: String?,
                 keys: [PropertyKey], impliedReads: [PropertyKey] = [])
@@ -40,6 +43,16 @@ public struct Change: Sendable, Equatable {
         self.new = new
         self.keys = keys
         self.impliedReads = impliedReads
+        var places: [Place] = []
+        for key in keys where key.isPlace {
+            if let place = Place(key: key) { places.append(place) }
+        }
+        self.places = places
+    }
+
+    public static func == (a: Change, b: Change) -> Bool {
+        a.seq == b.seq && a.transaction == b.transaction && a.path == b.path && a.operation == b.operation && a.old == b.old
+            && a.new == b.new && a.keys == b.keys && a.impliedReads == b.impliedReads
     }
 }
 
@@ -72,6 +85,12 @@ public struct PendingChange: Sendable, Equatable {
     /// the element's properties `elementKeys` are told.
     public static func remove(from collection: String, element: String, elementKeys: [PropertyKey]) -> PendingChange {
         PendingChange(path: collection, operation: .remove, old: element, new: nil, keys: [PropertyKey(collection)] + elementKeys, impliedReads: [])
+    }
+
+    /// The same change, landing also at `places` for readers of shapes.
+    public func landing(at places: [Place]) -> PendingChange {
+        guard !places.isEmpty else { return self }
+        return PendingChange(path: path, operation: operation, old: old, new: new, keys: keys + places.map(\.key), impliedReads: impliedReads)
     }
 
     public func committed(seq: Int64, transaction: Int64) -> Change {

@@ -19,6 +19,9 @@ public struct ObservationRegistry: Sendable {
         /// entry whose observer has since cleared its reads or gone is
         /// passed over (`Slots`), and dropped when such entries pile up.
         var index: [PropertyKey: Readers] = [:]
+        /// Collection path → the shapes read of it (`ShapeIndex`): a
+        /// change finds the readers of the windows that hold it there.
+        var shapeIndex: [String: ShapeIndex] = [:]
         var slots = Slots()
         var log = Deque<Change>()
         var lastSeq: Int64 = 0
@@ -64,14 +67,69 @@ public struct ObservationRegistry: Sendable {
             return found
         }
 
+        /// Appends the observers a change at `place` at `seq` reaches
+        /// through the shapes they read before it (an observer may be
+        /// named twice: `publish` takes that).
+        func readers(of place: Place, before seq: Int64, into found: inout [ObserverKey]) {
+            guard let shapes = shapeIndex[place.collection] else { return }
+            shapes.forEach(holding: place.position) { entry in
+                guard entry.seq < seq, entry.shape.covers(place) else { return }
+                if entry.group >= 0 {
+                    guard let group = groups[Int(entry.group)] else { return }
+                    for member in group.members {
+                        if let id = slots.observer(member.slot, member.epoch) { found.append(id) }
+                    }
+                } else if let id = slots.observer(entry.slot, entry.epoch) {
+                    found.append(id)
+                }
+            }
+        }
+
         /// Indexes every read of the observer at `position`.
         mutating func index(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index) {
             let observer = observers.values[position]
             let slot = observer.slot
             let epoch = slots.epoch(of: slot)
-            for (key, readAt) in observer.reads {
+            for (key, readAt) in observer.reads where !key.isShape {
                 index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
             }
+            for read in observer.shapes { index(read.shape, at: read.seq, slot: slot, epoch: epoch) }
+        }
+
+        /// Indexes a read of `key` at `seq` by the observer in `slot`.
+        mutating func index(_ key: PropertyKey, at seq: Int64, slot: Int32, epoch: UInt32) {
+            if key.isShape, let shape = Shape(key: key) {
+                index(shape, at: seq, slot: slot, epoch: epoch)
+            } else {
+                index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: seq))
+            }
+        }
+
+        mutating func index(_ shape: Shape, at seq: Int64, slot: Int32, epoch: UInt32, group: Int32 = -1) {
+            shapeIndex[shape.collection, default: ShapeIndex()].insert(ShapeEntry(slot: slot, epoch: epoch, group: group, seq: seq, shape: shape))
+        }
+
+        /// Counts a shape's entry as stale; drops the stale ones of its
+        /// collection when they are half of them.
+        mutating func unindex(_ shape: Shape) {
+            guard let position = shapeIndex.index(forKey: shape.collection) else { return }
+            shapeIndex.values[position].dead += 1
+            let shapes = shapeIndex.values[position]
+            if shapes.dead >= shapes.count {
+                compact(shapesOf: shape.collection)
+            } else if shapes.dead >= 32 && shapes.dead * 2 > shapes.count {
+                compact(shapesOf: shape.collection)
+            }
+        }
+
+        /// Drops the entries of `collection`'s shapes whose observer has
+        /// gone or forgotten its reads, and those of groups gone.
+        mutating func compact(shapesOf collection: String) {
+            let slots = slots, groups = groups
+            shapeIndex[collection]?.removeAll { entry in
+                entry.group >= 0 ? groups[Int(entry.group)] == nil : slots.observer(entry.slot, entry.epoch) == nil
+            }
+            if shapeIndex[collection]?.isEmpty == true { shapeIndex[collection] = nil }
         }
 
         /// Queues every observer for expiry anew once the queue holds more
@@ -90,6 +148,7 @@ public struct ObservationRegistry: Sendable {
             if let old = observers[id] { unindex(old, releasing: true) }
             observer.slot = slots.take(id)
             observer.group = -1
+            observer.shapes = ObserverSnapshot.shapes(in: observer.reads)
             observers[id] = observer
             inboxes[id] = Inbox(floor: lastSeq)
             expiries.insert(Expiry(at: observer.lastUsed + Double(observer.ttlSeconds), id))
@@ -100,9 +159,14 @@ public struct ObservationRegistry: Sendable {
         /// slot is given up, else it keeps it with its reads forgotten.
         mutating func unindex(_ observer: ObserverSnapshot, releasing: Bool) {
             let grouped = observer.group >= 0 ? groups[Int(observer.group)]?.reads : nil
+            var shapesLeft: [Shape] = []
             for key in observer.reads.keys {
                 // A key of its group has no entry of its own.
                 if let grouped, grouped[key] != nil { continue }
+                if key.isShape {
+                    if let shape = Shape(key: key) { shapesLeft.append(shape) }
+                    continue
+                }
                 guard let position = index.index(forKey: key) else { continue }
                 index.values[position].dead += 1
                 let readers = index.values[position]
@@ -113,6 +177,7 @@ public struct ObservationRegistry: Sendable {
                 }
             }
             if releasing { slots.release(observer.slot) } else { slots.renew(observer.slot) }
+            for shape in shapesLeft { unindex(shape) }
             if observer.group >= 0 { leave(observer.group) }
             for key in stale {
                 guard let position = index.index(forKey: key) else { continue }
@@ -131,6 +196,13 @@ public struct ObservationRegistry: Sendable {
             group.dead += 1
             if group.dead == group.members.count {
                 for key in group.reads.keys {
+                    if key.isShape {
+                        if let shape = Shape(key: key) {
+                            shapeIndex[shape.collection]?.removeAll { $0.group == number }
+                            if shapeIndex[shape.collection]?.isEmpty == true { shapeIndex[shape.collection] = nil }
+                        }
+                        continue
+                    }
                     guard let position = index.index(forKey: key) else { continue }
                     index.values[position].groups.removeAll { $0 == number }
                     let readers = index.values[position]
@@ -162,7 +234,13 @@ public struct ObservationRegistry: Sendable {
                 number = Int32(groups.count)
                 groups.append(group)
             }
-            for key in reads.keys { index[key, default: Readers()].groups.append(number) }
+            for key in reads.keys {
+                if key.isShape, let shape = Shape(key: key) {
+                    index(shape, at: seq, slot: -1, epoch: 0, group: number)
+                } else {
+                    index[key, default: Readers()].groups.append(number)
+                }
+            }
             return number
         }
 
@@ -177,6 +255,7 @@ public struct ObservationRegistry: Sendable {
                 firstReads = first
             }
             observers.values[position].reads = first.reads
+            observers.values[position].shapes = first.shapes
             observers.values[position].group = first.group
             groups[Int(first.group)]!.members.append(Member(slot: slot, epoch: epoch))
         }
@@ -329,6 +408,22 @@ public struct ObservationRegistry: Sendable {
         s.readers(of: key, before: seq).map(\.id)
     }
 
+    /// The retained changes of `operation` after `seq` that a reader of
+    /// `shape` hears (what `GET /observers/{id}` lists of elements removed
+    /// since a shape was read).
+    public func changes(after seq: Int64, reaching shape: Shape, operation: Change.Operation) -> [Change] {
+        let firstSeq = s.log.first?.seq ?? (s.lastSeq + 1)
+        var found: [Change] = []
+        var position = max(0, Int(seq + 1 - firstSeq))
+        while position < s.log.count {
+            let change = s.log[position]
+            position += 1
+            guard change.operation == operation else { continue }
+            if change.places.contains(where: { $0.collection == shape.collection && shape.covers($0) }) { found.append(change) }
+        }
+        return found
+    }
+
     /// Observers that read `key` (for tests and diagnostics).
     public func readers(of key: PropertyKey) -> Set<String> {
         Set(s.readers(of: key, before: .max).map(\.id))
@@ -359,6 +454,7 @@ public struct ObservationRegistry: Sendable {
         droppedReadRecords += Self.records(of: observer)
         s.unindex(observer, releasing: false)
         s.observers[id]!.reads = [:]
+        s.observers[id]!.shapes = []
         s.observers[id]!.lastRead = []
         s.observers[id]!.group = -1
         s.use(at: s.observers.index(forKey: id)!, now: now)
@@ -491,19 +587,22 @@ public struct ObservationRegistry: Sendable {
                 var reads: [PropertyKey: Int64] = [:]
                 reads.reserveCapacity(added.count)
                 for (key, readAt) in added { reads[key] = readAt }
+                let first = FirstRead(added, reads: reads)
                 s.observers.values[position].reads = reads
-                s.firstReads = FirstRead(added, reads: reads)
-                for (key, readAt) in added {
+                s.observers.values[position].shapes = first.shapes
+                s.firstReads = first
+                for (key, readAt) in added where !key.isShape {
                     s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
                 }
+                for read in first.shapes { s.index(read.shape, at: read.seq, slot: slot, epoch: epoch) }
             }
         } else {
             s.observers.values[position].reads.reserveCapacity(s.observers.values[position].reads.count + added.count)
             // A key read since the plan (another read of the same observer
             // in the same commit) keeps its first `seq`.
             for (key, readAt) in added where s.observers.values[position].reads[key] == nil {
-                s.observers.values[position].reads[key] = readAt
-                s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
+                s.observers.values[position].setRead(key, at: readAt)
+                s.index(key, at: readAt, slot: slot, epoch: epoch)
             }
         }
         // Changes found by the replay are older than the inbox's newest
@@ -558,12 +657,12 @@ public struct ObservationRegistry: Sendable {
         // inserted elements count as read, and wake a waiter. (Only then is
         // the observer copied, with the new reads in it.)
         var observer = s.observers.values[position]
-        for (key, seq) in added { observer.reads[key] = seq }
+        for (key, seq) in added { observer.setRead(key, at: seq) }
         var replayed = false
         for change in s.log where change.seq > seq && observer.receives(change) {
             replayed = true
             for key in change.impliedReads where observer.reads[key] == nil {
-                observer.reads[key] = change.seq
+                observer.setRead(key, at: change.seq)
                 added.append((key, change.seq))
             }
         }
@@ -586,16 +685,31 @@ public struct ObservationRegistry: Sendable {
             s.log.append(change)
             s.lastSeq = change.seq
             // One key (most changes) has each reader once: no set to build.
-            let receivers = change.keys.count == 1
-                ? s.readers(of: change.keys[0], before: change.seq)
-                : Array(Set(change.keys.flatMap { s.readers(of: $0, before: change.seq) }))
+            // Through shapes an observer may be named twice (a shape of
+            // its group's and one of its own): its inbox takes a `seq`
+            // once, its waiter is woken once, and implied reads are set once.
+            var receivers: [ObserverKey]
+            if change.places.isEmpty {
+                receivers = change.keys.count == 1
+                    ? s.readers(of: change.keys[0], before: change.seq)
+                    : Array(Set(change.keys.flatMap { s.readers(of: $0, before: change.seq) }))
+            } else {
+                receivers = []
+                let plain = change.keys.filter { !$0.isPlace }
+                if plain.count == 1 {
+                    receivers = s.readers(of: plain[0], before: change.seq)
+                } else if plain.count > 1 {
+                    receivers = Array(Set(plain.flatMap { s.readers(of: $0, before: change.seq) }))
+                }
+                for place in change.places { s.readers(of: place, before: change.seq, into: &receivers) }
+            }
             // Per receiver, nothing that copies the change: this loop runs
             // once for every observer a change reaches.
             let seq = change.seq
             let impliedReads = change.impliedReads
             for id in receivers {
                 if let position = s.inboxes.index(forKey: id) {
-                    s.inboxes.values[position].seqs.append(seq)
+                    if s.inboxes.values[position].seqs.last != seq { s.inboxes.values[position].seqs.append(seq) }
                 } else {
                     var inbox = Inbox(floor: seq - 1)
                     inbox.seqs.append(seq)
@@ -609,8 +723,8 @@ public struct ObservationRegistry: Sendable {
                     // implies the rows' membership its reader read): moved
                     // later, a replay from before would pass over changes.
                     for key in impliedReads where s.observers.values[position].reads[key] == nil {
-                        s.observers.values[position].reads[key] = seq
-                        s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: seq))
+                        s.observers.values[position].setRead(key, at: seq)
+                        s.index(key, at: seq, slot: slot, epoch: epoch)
                         if implied != nil { added.append(key) }
                     }
                     if let implied, !added.isEmpty { implied(id.id, seq, added) }
@@ -805,6 +919,8 @@ struct FirstRead {
     /// added some).
     let seq: Int64?
     let reads: [PropertyKey: Int64]
+    /// The shapes among `reads`, parsed once for all who share them.
+    let shapes: [ShapeRead]
     var group: Int32 = -1
 
     init(_ added: [(PropertyKey, Int64)], reads: [PropertyKey: Int64]) {
@@ -812,6 +928,7 @@ struct FirstRead {
         keys = added.map(\.0)
         seq = added.allSatisfy({ $0.1 == added[0].1 }) ? added.first?.1 : nil
         self.reads = reads
+        shapes = ObserverSnapshot.shapes(in: reads)
     }
 }
 

@@ -21,6 +21,9 @@ public struct ObserverSnapshot: Sendable, Equatable {
     /// same array again (a kept answer's) adds nothing, found without
     /// looking each key up. Emptied with `reads`.
     var lastRead: [PropertyKey] = []
+    /// The shapes among `reads`, parsed (`receives` looks at them for
+    /// every change); made again by the registry when it takes `reads`.
+    var shapes: [ShapeRead] = []
 
     public init(id: String, reads: [PropertyKey: Int64] = [:], cursor: Int64, ttlSeconds: Int, lastUsed: Double) {
         self.id = id
@@ -29,7 +32,26 @@ public struct ObserverSnapshot: Sendable, Equatable {
         self.ttlSeconds = ttlSeconds
         self.lastUsed = lastUsed
         savedUse = lastUsed
+        shapes = Self.shapes(in: reads)
     }
+
+    /// The shapes among `reads`, each with the `seq` it was read at.
+    static func shapes(in reads: [PropertyKey: Int64]) -> [ShapeRead] {
+        var shapes: [ShapeRead] = []
+        for (key, seq) in reads where key.isShape {
+            if let shape = Shape(key: key) { shapes.append(ShapeRead(shape: shape, seq: seq)) }
+        }
+        return shapes
+    }
+
+    /// Records a read of `key` at `seq`, a shape's among `shapes` too.
+    mutating func setRead(_ key: PropertyKey, at seq: Int64) {
+        reads[key] = seq
+        if key.isShape, let shape = Shape(key: key) { shapes.append(ShapeRead(shape: shape, seq: seq)) }
+    }
+
+    /// The shapes it reads, for `GET /observers/{id}`.
+    public var shapesRead: [Shape] { Self.shapes(in: reads).map(\.shape) }
 
     public static func == (a: ObserverSnapshot, b: ObserverSnapshot) -> Bool {
         a.id == b.id && a.reads == b.reads && a.cursor == b.cursor && a.ttlSeconds == b.ttlSeconds
@@ -48,11 +70,24 @@ public struct ObserverSnapshot: Sendable, Equatable {
     /// Whether this observer receives `change`: it read one of the change's
     /// keys before the change was committed.
     public func receives(_ change: Change) -> Bool {
-        change.keys.contains { key in
+        let byKey = change.keys.contains { key in
             guard let readAt = reads[key] else { return false }
             return readAt < change.seq
         }
+        if byKey || shapes.isEmpty { return byKey }
+        for place in change.places {
+            for read in shapes where read.seq < change.seq && read.shape.collection == place.collection && read.shape.covers(place) {
+                return true
+            }
+        }
+        return false
     }
+}
+
+/// A shape an observer read, and the `seq` it read it at.
+struct ShapeRead: Sendable {
+    let shape: Shape
+    let seq: Int64
 }
 
 /// Something waiting for an observer's next change: a parked long-poll.

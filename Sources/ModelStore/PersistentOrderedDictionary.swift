@@ -183,3 +183,66 @@ extension PersistentOrderedDictionary: Equatable where Value: Equatable {
         a.count == b.count && a.keys == b.keys && a.values == b.values
     }
 }
+
+extension PersistentOrderedDictionary {
+    /// Calls `body` with the values in insertion order, forward or
+    /// backward, until it returns false. With `boundary` (false, then true
+    /// along the order: "past a position"), forward starts at the first
+    /// value for which it holds, backward at the last for which it does
+    /// not. The start is found by a binary search over the slots, so a
+    /// page from the middle of a million elements costs a few lookups.
+    public func forEach(forward: Bool = true, from boundary: ((Value) -> Bool)? = nil, _ body: (Value) -> Bool) {
+        var start = forward ? 0 : nextSlot
+        if let boundary { start = firstSlot(where: boundary) }
+        if forward {
+            var slot = start
+            while slot < nextSlot {
+                guard let chunk = chunks[slot / Self.chunkSize], chunk.live > 0 else {
+                    slot = (slot / Self.chunkSize + 1) * Self.chunkSize
+                    continue
+                }
+                if let entry = chunk.slots[slot % Self.chunkSize], !body(entry.value) { return }
+                slot += 1
+            }
+        } else {
+            var slot = start - 1
+            while slot >= 0 {
+                guard let chunk = chunks[slot / Self.chunkSize], chunk.live > 0 else {
+                    slot = (slot / Self.chunkSize) * Self.chunkSize - 1
+                    continue
+                }
+                if let entry = chunk.slots[slot % Self.chunkSize], !body(entry.value) { return }
+                slot -= 1
+            }
+        }
+    }
+
+    /// The first slot whose value, or the next value after it, `boundary`
+    /// holds for (`nextSlot` when none).
+    private func firstSlot(where boundary: (Value) -> Bool) -> Int {
+        var low = 0, high = nextSlot
+        while low < high {
+            let middle = (low + high) / 2
+            // The first value at or after `middle`, below `high`.
+            var probe = middle
+            var found: Value?
+            while probe < high {
+                guard let chunk = chunks[probe / Self.chunkSize], chunk.live > 0 else {
+                    probe = (probe / Self.chunkSize + 1) * Self.chunkSize
+                    continue
+                }
+                if let entry = chunk.slots[probe % Self.chunkSize] {
+                    found = entry.value
+                    break
+                }
+                probe += 1
+            }
+            if let found, !boundary(found) {
+                low = probe + 1
+            } else {
+                high = middle
+            }
+        }
+        return low
+    }
+}

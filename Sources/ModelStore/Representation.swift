@@ -7,10 +7,14 @@ public struct Representation: Sendable {
     /// The body, serialised.
     public var bytes: [UInt8]
     public var reads: [PropertyKey]
+    /// `Link` header values (RFC 8288): the next page of each paged
+    /// collection that has more.
+    public var links: [String] = []
 
-    public init(bytes: [UInt8], reads: [PropertyKey]) {
+    public init(bytes: [UInt8], reads: [PropertyKey], links: [String] = []) {
         self.bytes = bytes
         self.reads = reads
+        self.links = links
     }
 
     /// A strong entity tag of the serialised body.
@@ -66,6 +70,9 @@ extension StringProtocol {
 public struct FieldSelection: Sendable {
     let names: Set<String>?
 
+    /// The fields named, sorted (a shape's); nil for all.
+    public var shapeFields: [String]? { names.map { $0.sorted() } }
+
     /// Every field.
     public static let all = FieldSelection(names: nil)
 
@@ -82,7 +89,7 @@ public struct FieldSelection: Sendable {
         names = Set(requested)
     }
 
-    private init(names: Set<String>?) {
+    init(names: Set<String>?) {
         self.names = names
     }
 
@@ -117,11 +124,22 @@ public struct RepresentationBuilder {
     private var needsComma = false
     /// Whether reads are collected (not for a write's answer).
     private let tracking: Bool
+    /// How many shapes the builder is inside: their elements' fields are
+    /// read through the shape, not one key each.
+    private var quiet = 0
+    private var isTracking: Bool { tracking && quiet == 0 }
+    /// `Link` values of the pages written (see `Representation.links`).
+    var links: [String] = []
+    /// Whether a collection is read as a shape; without, as its
+    /// membership's key and each property of each element shown (what
+    /// an element's insert or remove names to readers of its properties).
+    private let shapes: Bool
 
     /// A builder of the object at `resource`.
-    public init(resource: String, fields: Int = 4, tracking: Bool = true) {
+    public init(resource: String, fields: Int = 4, tracking: Bool = true, shapes: Bool = true) {
         self.resource = resource
         self.tracking = tracking
+        self.shapes = shapes
         bytes.reserveCapacity(32 * fields + 2)
         bytes.append(UInt8(ascii: "{"))
         if tracking { reads.reserveCapacity(fields) }
@@ -149,7 +167,34 @@ public struct RepresentationBuilder {
         guard selection.includes(name.name) else { return }
         self.name(name)
         JSONWriter.write(value, into: &bytes)
-        if tracking { reads.append(key()) }
+        if isTracking { reads.append(key()) }
+    }
+
+    /// A nested array under `name` read as `shape`: one read for every
+    /// element it shows (and will show), whose fields are not tracked
+    /// one by one.
+    mutating func elements(_ name: MemberName, shape: Shape, _ selection: FieldSelection,
+                           _ body: (inout RepresentationBuilder) -> Void)
+    {
+        guard selection.includes(name.name) else { return }
+        self.name(name)
+        needsComma = false
+        guard shapes else {
+            if isTracking { reads.append(PropertyKey(shape.collection)) }
+            array(body)
+            return
+        }
+        if isTracking { reads.append(shape.key) }
+        quiet += 1
+        array(body)
+        quiet -= 1
+    }
+
+    /// A nested collection under `name` read as `shape` (see above).
+    public mutating func elements(_ name: String, shape: Shape, _ selection: FieldSelection = .all,
+                                  _ body: (inout RepresentationBuilder) -> Void)
+    {
+        elements(MemberName(name), shape: shape, selection, body)
     }
 
     /// A nested array under a declared member's `name`, read as `key`.
@@ -159,7 +204,7 @@ public struct RepresentationBuilder {
         guard selection.includes(name.name) else { return }
         self.name(name)
         needsComma = false
-        if tracking { reads.append(key) }
+        if isTracking { reads.append(key) }
         array(body)
     }
 
@@ -179,7 +224,7 @@ public struct RepresentationBuilder {
         guard selection.includes(name) else { return }
         self.name(name)
         JSONWriter.write(value, into: &bytes)
-        if tracking { reads.append(key()) }
+        if isTracking { reads.append(key()) }
     }
 
     /// A nested collection whose elements `body` writes (with `object`):
@@ -196,7 +241,7 @@ public struct RepresentationBuilder {
         guard selection.includes(name) else { return }
         self.name(name)
         needsComma = false
-        if tracking, let key { reads.append(key) }
+        if isTracking, let key { reads.append(key) }
         array(body)
     }
 
@@ -212,7 +257,7 @@ public struct RepresentationBuilder {
 
     /// A read of `key` that writes nothing (a membership the body reflects).
     public mutating func track(_ key: PropertyKey) {
-        if tracking { reads.append(key) }
+        if isTracking { reads.append(key) }
     }
 
     /// An element of `elements`: the object at `resource`, whose fields
@@ -241,6 +286,6 @@ public struct RepresentationBuilder {
         bytes.append(UInt8(ascii: "}"))
         var body: [UInt8] = []
         swap(&body, &bytes)
-        return Representation(bytes: body, reads: reads)
+        return Representation(bytes: body, reads: reads, links: links)
     }
 }

@@ -41,7 +41,21 @@ extension Store {
         var changes: [Change] = []
         let reads = observer.reads.keys.map(\.path)
         for path in reads.sorted() {
-            if let value = values[path] {
+            if let shape = Shape(key: PropertyKey(path)) {
+                // A shape does not record each element it saw: its repair
+                // is the window as it stands, the elements as a fresh read
+                // of it shows them, for the client to replace its copy with.
+                guard let (resource, elements) = Self.elements(of: shape, in: state, catalog) else { continue }
+                let selection = FieldSelection(shapeFields: shape.fields)
+                var text = "["
+                for (index, element) in elements.enumerated() {
+                    if index > 0 { text += "," }
+                    text += resource.representation(of: element, in: state, selection, tracking: false).string
+                }
+                text += "]"
+                changes.append(Change(seq: cursor, transaction: cursor, path: shape.collection, operation: .repair, old: nil, new: text,
+                                      keys: [PropertyKey(shape.collection)]))
+            } else if let value = values[path] {
                 changes.append(Change(seq: cursor, transaction: cursor, path: path, operation: .repair, old: nil, new: value,
                                       keys: [PropertyKey(path)]))
             } else if let current = members[path] {

@@ -44,16 +44,25 @@ public struct WriteTransaction: ~Copyable {
     public mutating func insert(_ record: Record, into resource: Resource, announce: Announcement = .element) throws -> Record {
         var record = record
         // No copy of the collection is kept: the state is changed in place below.
-        if resource.positioned { record.position = (state[resource].last?.position ?? 0) + 1 }
+        // After every position given before, those of elements since
+        // deleted too (a page's window is a range of positions, and an
+        // element made later must never land inside one read before):
+        // the `seq` only grows, through restarts and across instances.
+        if resource.positioned { record.position = max((state[resource].last?.position ?? 0) + 1, state.seq + 1) }
         if let checkCreate = resource.checkCreate { try checkCreate(state, record) }
         try store(record, of: resource, parentId: nil)
         state[resource][record.id] = record
         switch announce {
         case .element:
             let representation = resource.representation(of: record, in: state)
-            pending.append(.insert(into: resource.path, element: representation.string, elementKeys: representation.reads))
+            pending.append(.insert(into: resource.path, element: representation.string,
+                                   elementKeys: resource.nested.isEmpty ? representation.reads : resource.propertyKeys(of: record, in: state))
+                .landing(at: [Place(collection: resource.path, position: record.position)]))
         case .custom(let change):
-            pending.append(change)
+            // Made before the element had its position (a create's, ahead
+            // of the writer lock): it lands there now.
+            let own = change.operation == .insert && change.path == resource.path
+            pending.append(own ? change.landing(at: [Place(collection: resource.path, position: record.position)]) : change)
         case .none:
             break
         }
@@ -87,7 +96,7 @@ public struct WriteTransaction: ~Copyable {
         try require(ifMatch: ifMatch, current: resource.representation(of: old, in: state))
         var new = old
         try change(&new)
-        try save(old: old, new: new, of: resource, parentId: nil)
+        try save(old: old, new: new, of: resource, parentId: nil, within: [])
         switch resource.kind {
         case .singleton: state[singleton: resource] = new
         case .collection: state[resource][id] = new
@@ -105,23 +114,34 @@ public struct WriteTransaction: ~Copyable {
     }
 
     /// Stores what moved between `old` and `new` and records a change for
-    /// each shown field that moved.
-    private mutating func save(old: Record, new: Record, of resource: Resource, parentId: String?) throws {
+    /// each shown field that moved. `outer` are the places of the elements
+    /// it is nested in (a card's game, at its field `cards`).
+    private mutating func save(old: Record, new: Record, of resource: Resource, parentId: String?, within outer: [Place]) throws {
         if old.values != new.values {
             try storage.update(catalog.layout(of: resource), id: new.id, parentId: parentId, values: new.values)
             for index in old.values.indices where resource.keyNames[index] != nil && old.values[index] != new.values[index] {
-                pending.append(.set(new.keys[index], old: JSONWriter.string(old.values[index]), new: JSONWriter.string(new.values[index])))
+                pending.append(.set(new.keys[index], old: JSONWriter.string(old.values[index]), new: JSONWriter.string(new.values[index]))
+                    .landing(at: Self.places(of: new, resource, field: resource.fieldNamesInOrder[index], within: outer)))
             }
         }
         for (index, nested) in resource.nested.enumerated() {
             let before = old.children[index], after = new.children[index]
+            let inner = Self.places(of: new, resource, field: nested.name, within: outer)
             for child in after.values {
                 guard let previous = before[child.id] else {
                     throw ModelError(.unprocessable, "\(nested.elementName) \(child.id) cannot be added by an update")
                 }
-                try save(old: previous, new: child, of: nested, parentId: new.id)
+                try save(old: previous, new: child, of: nested, parentId: new.id, within: inner)
             }
         }
+    }
+
+    /// Where a change of `field` of `record` lands for readers of shapes:
+    /// on the element in its collection, and on the elements it is nested
+    /// in. A singleton's fields are read as keys only.
+    static func places(of record: Record, _ resource: Resource, field: String, within outer: [Place]) -> [Place] {
+        guard resource.kind == .collection, let slash = record.path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return outer }
+        return [Place(collection: String(record.path[..<slash]), position: record.position, field: field)] + outer
     }
 
     // MARK: - Deleting
@@ -136,7 +156,16 @@ public struct WriteTransaction: ~Copyable {
         try require(ifMatch: ifMatch, current: representation)
         try storage.delete(from: catalog.layout(of: resource), id: id)
         state[resource][id] = nil
-        pending.append(.remove(from: resource.path, element: representation.string, elementKeys: representation.reads))
+        // Readers of a collection nested in it (a game's cards) hear it too.
+        var places = [Place(collection: resource.path, position: record.position)]
+        for (index, nested) in resource.nested.enumerated() {
+            record.children[index].forEach { child in
+                places.append(Place(collection: record.path + "/" + nested.name, position: child.position))
+                return true
+            }
+        }
+        pending.append(.remove(from: resource.path, element: representation.string, elementKeys: resource.nested.isEmpty ? representation.reads : resource.propertyKeys(of: record, in: state))
+            .landing(at: places))
         return record
     }
 
@@ -187,7 +216,8 @@ public struct WriteTransaction: ~Copyable {
         for (index, computed) in resource.computed.enumerated() {
             let now = computed.value(state, new)
             guard was[index] != now else { continue }
-            pending.append(.set(new.keys[resource.fields.count + index], old: JSONWriter.string(was[index]), new: JSONWriter.string(now)))
+            pending.append(.set(new.keys[resource.fields.count + index], old: JSONWriter.string(was[index]), new: JSONWriter.string(now))
+                .landing(at: Self.places(of: new, resource, field: computed.name, within: [])))
         }
     }
 }

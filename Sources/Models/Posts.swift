@@ -1,5 +1,6 @@
 import FoundationEssentials
 import JSON
+import ModelObservation
 import ModelStore
 
 /// Staggered posts (seed: StaggeredGrid): images with a height, in creation
@@ -64,7 +65,8 @@ public enum Posts {
                 }
             }
             var builder = RepresentationBuilder(resource: posts.path)
-            builder.elements("columns", key: posts.membershipKey) { builder in
+            // Every post, dealt into columns: one read of the collection's shape.
+            builder.elements("columns", shape: Shape(collection: posts.path, fields: input.selection.shapeFields)) { builder in
                 for column in dealt {
                     builder.array { builder in
                         for post in column { builder.object(resource: post.path) { posts.write(post, in: state, into: &$0, input.selection) } }

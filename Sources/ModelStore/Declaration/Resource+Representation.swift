@@ -6,24 +6,89 @@ extension Resource {
     /// each shown member that `selection` names, each a read of its key. A
     /// collection inside it shows its elements whole and reads their membership.
     /// Without `tracking` (a write's answer), no reads are collected.
+    /// `pages` names, by member name, the collections shown inside (the
+    /// truck's `orders`) that are to show one page.
     public func representation(of record: Record, in state: ModelState, _ selection: FieldSelection = .all,
-                               tracking: Bool = true) -> Representation {
+                               tracking: Bool = true, pages: [String: Page] = [:]) -> Representation {
         var builder = RepresentationBuilder(resource: record.path, fields: fields.count + 1, tracking: tracking)
-        write(record, in: state, into: &builder, selection)
+        write(record, in: state, into: &builder, selection, pages: pages)
         return builder.finish()
     }
 
-    /// `{"donuts": [...]}`: the top-level collection, reading its membership
-    /// and what each element shows.
-    public func list(in state: ModelState, _ selection: FieldSelection = .all) -> Representation {
+    /// The key of every property `record` shows, those of the elements of
+    /// the collections inside it too (not as shapes): whom its insert
+    /// implies reads of, and whose readers its remove reaches.
+    public func propertyKeys(of record: Record, in state: ModelState, _ selection: FieldSelection = .all, pages: [String: Page] = [:]) -> [PropertyKey] {
+        var builder = RepresentationBuilder(resource: record.path, fields: fields.count + 1, shapes: false)
+        write(record, in: state, into: &builder, selection, pages: pages)
+        return builder.finish().reads
+    }
+
+    /// `{"donuts": [...]}`: the top-level collection, or one `page` of it,
+    /// read as one shape (the collection, the fields selected, the window
+    /// the page covers), with a `Link` to the next page while more follow.
+    public func list(in state: ModelState, _ selection: FieldSelection = .all, page: Page? = nil) -> Representation {
         let elements = state[self]
-        var builder = RepresentationBuilder(resource: path, fields: 1 + elements.count * (fields.count + 1))
-        builder.elements(name, key: membershipKey) { builder in
-            for element in elements.values {
-                builder.object(resource: element.path) { write(element, in: state, into: &$0, selection) }
-            }
+        var builder = RepresentationBuilder(resource: path, fields: 4)
+        let fieldsQuery = selection.shapeFields.map { "fields=" + $0.joined(separator: ",") + "&" } ?? ""
+        Self.writeElements(elements, named: MemberName(name), collection: path, page: page, fields: selection.shapeFields,
+                           selection: .all, into: &builder, link: { "<\(path)?\(fieldsQuery)\($0)>; rel=\"next\"" }) { element, builder in
+            builder.object(resource: element.path) { write(element, in: state, into: &$0, selection) }
         }
         return builder.finish()
+    }
+
+    /// Writes `elements` under `name` (when `selection` shows it) as a
+    /// shape read of `collection`: all of them, or the `page` asked for,
+    /// each with `write`. The window of a page runs from its cursor to its
+    /// last element, and is open at the far end when no more follow (the
+    /// last page oldest-first, the first newest-first: new elements land
+    /// there); `link` makes the `Link` value of the next page's query.
+    static func writeElements(_ elements: PersistentOrderedDictionary<String, Record>, named name: MemberName, collection: String,
+                              page: Page?, fields: [String]?, selection: FieldSelection, into builder: inout RepresentationBuilder,
+                              link: (String) -> String, write: (Record, inout RepresentationBuilder) -> Void)
+    {
+        guard let page else {
+            builder.elements(name, shape: Shape(collection: collection, fields: fields), selection) { builder in
+                elements.forEach { element in
+                    write(element, &builder)
+                    return true
+                }
+            }
+            return
+        }
+        let boundary: ((Record) -> Bool)? = page.after.map { after in
+            page.descending ? { $0.position >= after } : { $0.position > after }
+        }
+        guard let limit = page.limit else {
+            let shape = page.descending
+                ? Shape(collection: collection, fields: fields, through: page.after.map { $0 - 1 } ?? .max)
+                : Shape(collection: collection, fields: fields, from: page.after.map { $0 + 1 } ?? .min)
+            builder.elements(name, shape: shape, selection) { builder in
+                elements.forEach(forward: !page.descending, from: boundary) { element in
+                    write(element, &builder)
+                    return true
+                }
+            }
+            return
+        }
+        var shown: [Record] = []
+        shown.reserveCapacity(limit + 1)
+        elements.forEach(forward: !page.descending, from: boundary) { element in
+            shown.append(element)
+            return shown.count <= limit
+        }
+        let more = shown.count > limit
+        if more { shown.removeLast() }
+        let end = more ? shown.last?.position : nil
+        let shape = page.descending
+            ? Shape(collection: collection, fields: fields, from: end ?? .min, through: page.after.map { $0 - 1 } ?? .max)
+            : Shape(collection: collection, fields: fields, from: page.after.map { $0 + 1 } ?? .min, through: end ?? .max)
+        guard selection.includes(name.name) else { return }
+        builder.elements(name, shape: shape, selection) { builder in
+            for element in shown { write(element, &builder) }
+        }
+        if let end { builder.links.append(link(page.next(after: end))) }
     }
 
     /// `{"orderCount": 3}`: the computed property at `index` of a singleton, on its own.
@@ -35,7 +100,8 @@ extension Resource {
     }
 
     /// The members of `record` into the object `builder` is writing.
-    public func write(_ record: Record, in state: ModelState, into builder: inout RepresentationBuilder, _ selection: FieldSelection = .all) {
+    public func write(_ record: Record, in state: ModelState, into builder: inout RepresentationBuilder, _ selection: FieldSelection = .all,
+                      pages: [String: Page] = [:]) {
         if kind == .collection { builder.constant("id", .string(record.id)) }
         for slot in slots {
             switch slot.kind {
@@ -48,11 +114,11 @@ extension Resource {
                 let elements = nested.map { record.children[$0] } ?? state[collection]
                 // A top-level collection's membership is its own path; one
                 // inside an element is under the element's.
-                let key = nested == nil ? collection.membershipKey : PropertyKey(record.path, collection.name)
-                builder.elements(slot.name, key: key, selection) { builder in
-                    for element in elements.values {
-                        builder.object(resource: element.path) { collection.write(element, in: state, into: &$0) }
-                    }
+                let path = nested == nil ? collection.path : record.path + "/" + collection.name
+                let name = collection.name
+                Self.writeElements(elements, named: slot.name, collection: path, page: pages[name], fields: nil, selection: selection,
+                                   into: &builder, link: { "<\(path)?\($0)>; rel=\"next\"; title=\"\(name)\"" }) { element, builder in
+                    builder.object(resource: element.path) { collection.write(element, in: state, into: &$0) }
                 }
             }
         }

@@ -1,0 +1,122 @@
+/// A read of a collection, whole or a page of it: which collection (its
+/// membership path), which fields its elements showed (nil for all), and
+/// the window of positions it covers, `from` through `through` (both
+/// included; `Int64.min` and `Int64.max` where it is open).
+///
+/// A shape is one read however many elements it covers: its reader hears
+/// the `insert` of an element whose position lands in the window, the
+/// `remove` of one in it, and a `set` of a shown field of one in it. It is
+/// kept among an observer's reads as one key (`key`), so every engine
+/// stores and restores it as it does a property's key.
+public struct Shape: Hashable, Sendable, CustomStringConvertible {
+    /// The collection's membership path (`/truck/orders`, `/games/{id}/cards`).
+    public let collection: String
+    /// The fields shown, sorted; nil when every field was.
+    public let fields: [String]?
+    public let from: Int64
+    public let through: Int64
+
+    public init(collection: String, fields: [String]? = nil, from: Int64 = .min, through: Int64 = .max) {
+        self.collection = collection
+        self.fields = fields?.sorted()
+        self.from = from
+        self.through = through
+    }
+
+    /// Whether it covers every element there is and will be.
+    public var isWhole: Bool { from == .min && through == .max }
+
+    /// The key it is kept under: `/truck/orders?shape&from=12&through=40&fields=a,b`,
+    /// the bounds and fields only where they narrow it. No property's path holds `?`.
+    public var key: PropertyKey {
+        var text = collection + "?shape"
+        if from != .min { text += "&from=\(from)" }
+        if through != .max { text += "&through=\(through)" }
+        if let fields { text += "&fields=" + fields.joined(separator: ",") }
+        return PropertyKey(text)
+    }
+
+    public var description: String { key.path }
+
+    /// The shape a key made by `key` names; nil for a property's key.
+    public init?(key: PropertyKey) {
+        let path = key.path
+        guard let mark = path.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        let collection = String(path[..<mark])
+        var from = Int64.min, through = Int64.max
+        var fields: [String]?
+        let query = path[path.index(after: mark)...]
+        for part in query.split(separator: "&") {
+            if part == "shape" { continue }
+            guard let equals = part.firstIndex(of: "=") else { return nil }
+            let name = part[..<equals], value = part[part.index(after: equals)...]
+            switch name {
+            case "from": guard let number = Int64(value) else { return nil }; from = number
+            case "through": guard let number = Int64(value) else { return nil }; through = number
+            case "fields": fields = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            default: return nil
+            }
+        }
+        self.init(collection: collection, fields: fields, from: from, through: through)
+    }
+
+    /// Whether a change at `place` reaches a reader of this shape.
+    @inline(__always)
+    public func covers(_ place: Place) -> Bool {
+        guard from <= place.position && place.position <= through else { return false }
+        guard let field = place.field, let fields else { return true }
+        return fields.contains(field)
+    }
+}
+
+/// Where a change lands, as shapes see it: an element of a collection (by
+/// its position) and the field that moved, or its membership (`field`
+/// nil: an insert or a remove). A change inside an element nested in
+/// another (a card of a game) also lands on the outer element's field
+/// that shows the nested collection (`cards`).
+///
+/// Kept among a change's keys as `/truck/donuts#12/name` or
+/// `/truck/orders#40` (no property's path holds `#`), so the change log
+/// stores and restores it with them.
+public struct Place: Hashable, Sendable {
+    public let collection: String
+    public let position: Int64
+    public let field: String?
+
+    public init(collection: String, position: Int64, field: String? = nil) {
+        self.collection = collection
+        self.position = position
+        self.field = field
+    }
+
+    public var key: PropertyKey {
+        PropertyKey(collection + "#" + String(position) + (field.map { "/" + $0 } ?? ""))
+    }
+
+    /// The place a key made by `key` names; nil for a property's key.
+    public init?(key: PropertyKey) {
+        let path = key.path
+        guard let mark = path.utf8.lastIndex(of: UInt8(ascii: "#")) else { return nil }
+        let rest = path[path.index(after: mark)...]
+        let number: Substring, field: String?
+        if let slash = rest.firstIndex(of: "/") {
+            number = rest[..<slash]
+            field = String(rest[rest.index(after: slash)...])
+        } else {
+            number = rest
+            field = nil
+        }
+        guard let position = Int64(number) else { return nil }
+        self.init(collection: String(path[..<mark]), position: position, field: field)
+    }
+}
+
+extension PropertyKey {
+    /// Whether it is a shape's key (`Shape.key`) rather than a property's.
+    @inline(__always)
+    public var isShape: Bool { path.utf8.contains(UInt8(ascii: "?")) }
+
+    /// Whether it is a place's key (`Place.key`) rather than a property's.
+    @inline(__always)
+    public var isPlace: Bool { path.utf8.contains(UInt8(ascii: "#")) }
+}

@@ -1,0 +1,111 @@
+/// One reader of a shape in the reverse index: the observer's slot and the
+/// slot's epoch when indexed (`Slots`), or a group of observers (`group`
+/// ≥ 0, slot and epoch unused), the `seq` it read the shape at, and the shape.
+struct ShapeEntry {
+    var slot: Int32
+    var epoch: UInt32
+    var group: Int32
+    var seq: Int64
+    var shape: Shape
+}
+
+/// The shapes read of one collection, found by the position a change
+/// lands at without visiting the shapes whose window does not hold it:
+/// - whole collections, each a reader of every change;
+/// - windows open upward (the last page in ascending order, the first
+///   newest-first), sorted by `from`: those at or below a position are a prefix;
+/// - windows open downward, sorted by `through`: a suffix;
+/// - bounded windows, in buckets by size: one of `2^k` or less starting
+///   at `from` is in bucket `from >> k` of level `k`, so a position `p`
+///   is in it only if it is in bucket `p >> k` or the one before: two
+///   buckets for each level in use.
+struct ShapeIndex {
+    struct Bucket: Hashable {
+        let level: Int
+        let number: Int64
+    }
+
+    private(set) var whole: [ShapeEntry] = []
+    private(set) var upward: [ShapeEntry] = []
+    private(set) var downward: [ShapeEntry] = []
+    private(set) var bounded: [Bucket: [ShapeEntry]] = [:]
+    /// Bit `k` set when level `k` has a bucket.
+    private var levels: UInt64 = 0
+    private(set) var count = 0
+    /// Entries whose observer has cleared its reads or gone.
+    var dead = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    private static func level(of shape: Shape) -> Int {
+        let span = UInt64(bitPattern: shape.through &- shape.from)
+        return 64 - span.leadingZeroBitCount
+    }
+
+    mutating func insert(_ entry: ShapeEntry) {
+        count += 1
+        let shape = entry.shape
+        switch (shape.from == .min, shape.through == .max) {
+        case (true, true):
+            whole.append(entry)
+        case (false, true):
+            upward.insert(entry, at: Self.partition(upward) { $0.shape.from <= shape.from })
+        case (true, false):
+            downward.insert(entry, at: Self.partition(downward) { $0.shape.through <= shape.through })
+        case (false, false):
+            let level = Self.level(of: shape)
+            // A window past 2^62 wide fits no bucket pair: kept with the whole ones' cost.
+            let bucket = Bucket(level: level, number: level >= 63 ? 0 : shape.from >> Int64(level))
+            bounded[bucket, default: []].append(entry)
+            levels |= 1 << UInt64(level)
+        }
+    }
+
+    /// The first index of `entries` (sorted) at which `before` is false.
+    private static func partition(_ entries: [ShapeEntry], _ before: (ShapeEntry) -> Bool) -> Int {
+        var low = 0, high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if before(entries[middle]) { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// Calls `body` with every entry whose window holds `position` (and
+    /// perhaps a few more of a bounded level: the caller checks `covers`).
+    func forEach(holding position: Int64, _ body: (ShapeEntry) -> Void) {
+        for entry in whole { body(entry) }
+        let below = Self.partition(upward) { $0.shape.from <= position }
+        for entry in upward[..<below] { body(entry) }
+        let from = Self.partition(downward) { $0.shape.through < position }
+        for entry in downward[from...] { body(entry) }
+        var remaining = levels
+        while remaining != 0 {
+            let level = remaining.trailingZeroBitCount
+            remaining &= remaining - 1
+            if level >= 63 {
+                for entry in bounded[Bucket(level: level, number: 0)] ?? [] { body(entry) }
+                continue
+            }
+            let number = position >> Int64(level)
+            for candidate in [number - 1, number] {
+                for entry in bounded[Bucket(level: level, number: candidate)] ?? [] { body(entry) }
+            }
+        }
+    }
+
+    /// Drops the entries `isDead` names; counts none dead after.
+    mutating func removeAll(where isDead: (ShapeEntry) -> Bool) {
+        whole.removeAll(where: isDead)
+        upward.removeAll(where: isDead)
+        downward.removeAll(where: isDead)
+        var levels: UInt64 = 0
+        for bucket in Array(bounded.keys) {
+            bounded[bucket]!.removeAll(where: isDead)
+            if bounded[bucket]!.isEmpty { bounded[bucket] = nil } else { levels |= 1 << UInt64(bucket.level) }
+        }
+        self.levels = levels
+        count = whole.count + upward.count + downward.count + bounded.values.reduce(0) { $0 + $1.count }
+        dead = 0
+    }
+}
