@@ -689,6 +689,9 @@ public struct ObservationRegistry: Sendable {
             // its group's and one of its own): its inbox takes a `seq`
             // once, its waiter is woken once, and implied reads are set once.
             var receivers: [ObserverKey]
+            // The first `keyReaders` read a key of the change; the others a
+            // shape, which covers the inserted element already: no implied reads.
+            var keyReaders = Int.max
             if change.places.isEmpty {
                 receivers = change.keys.count == 1
                     ? s.readers(of: change.keys[0], before: change.seq)
@@ -701,13 +704,14 @@ public struct ObservationRegistry: Sendable {
                 } else if plain.count > 1 {
                     receivers = Array(Set(plain.flatMap { s.readers(of: $0, before: change.seq) }))
                 }
+                keyReaders = receivers.count
                 for place in change.places { s.readers(of: place, before: change.seq, into: &receivers) }
             }
             // Per receiver, nothing that copies the change: this loop runs
             // once for every observer a change reaches.
             let seq = change.seq
             let impliedReads = change.impliedReads
-            for id in receivers {
+            for (index, id) in receivers.enumerated() {
                 if let position = s.inboxes.index(forKey: id) {
                     if s.inboxes.values[position].seqs.last != seq { s.inboxes.values[position].seqs.append(seq) }
                 } else {
@@ -715,7 +719,9 @@ public struct ObservationRegistry: Sendable {
                     inbox.seqs.append(seq)
                     s.inboxes[id] = inbox
                 }
-                if !impliedReads.isEmpty, PlantedFault.current != .dropImpliedReads, let position = s.observers.index(forKey: id) {
+                if !impliedReads.isEmpty, index < keyReaders, PlantedFault.current != .dropImpliedReads,
+                   let position = s.observers.index(forKey: id)
+                {
                     let slot = s.observers.values[position].slot
                     let epoch = s.slots.epoch(of: slot)
                     var added: [PropertyKey] = []

@@ -16,6 +16,12 @@ public enum PlantedFault: String, Sendable, CaseIterable {
     /// Every commit answers every parked poll, empty when nothing it read
     /// changed.
     case wakeEveryPoll = "wake-every-poll"
+    /// A shape's fields are not looked at: a reader of some fields of a
+    /// collection hears sets of the others too.
+    case ignoreShapeFields = "ignore-shape-fields"
+    /// A page's window ends one position before its last element: a set
+    /// or a remove of that element is missed.
+    case narrowPageWindow = "narrow-page-window"
 
     /// The fault this process runs with, read once.
     public static let current: PlantedFault? = {

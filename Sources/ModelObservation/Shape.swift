@@ -3,6 +3,11 @@
 /// the window of positions it covers, `from` through `through` (both
 /// included; `Int64.min` and `Int64.max` where it is open).
 ///
+/// Positions only grow, so the elements made after the read are those past
+/// the collection's newest then (`newest`): their insert showed every
+/// field, so every field of theirs counts as read (SPEC §3a), where only
+/// the fields shown count for the elements that were there.
+///
 /// A shape is one read however many elements it covers: its reader hears
 /// the `insert` of an element whose position lands in the window, the
 /// `remove` of one in it, and a `set` of a shown field of one in it. It is
@@ -15,12 +20,22 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
     public let fields: [String]?
     public let from: Int64
     public let through: Int64
+    /// The position of the collection's newest element when it was read
+    /// (`Int64.min` when it was empty); kept only with `fields`.
+    public let newest: Int64
 
-    public init(collection: String, fields: [String]? = nil, from: Int64 = .min, through: Int64 = .max) {
+    public init(collection: String, fields: [String]? = nil, from: Int64 = .min, through: Int64 = .max, newest: Int64 = .max) {
         self.collection = collection
         self.fields = fields?.sorted()
         self.from = from
         self.through = through
+        self.newest = fields == nil ? .max : newest
+    }
+
+    /// Whether it shows `field` of the element at `position`.
+    public func shows(_ field: String, at position: Int64) -> Bool {
+        guard let fields else { return true }
+        return position > newest || fields.contains(field)
     }
 
     /// Whether it covers every element there is and will be.
@@ -32,7 +47,10 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
         var text = collection + "?shape"
         if from != .min { text += "&from=\(from)" }
         if through != .max { text += "&through=\(through)" }
-        if let fields { text += "&fields=" + fields.joined(separator: ",") }
+        if let fields {
+            text += "&fields=" + fields.joined(separator: ",")
+            if newest != .max { text += "&newest=\(newest)" }
+        }
         return PropertyKey(text)
     }
 
@@ -43,7 +61,7 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
         let path = key.path
         guard let mark = path.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         let collection = String(path[..<mark])
-        var from = Int64.min, through = Int64.max
+        var from = Int64.min, through = Int64.max, newest = Int64.max
         var fields: [String]?
         let query = path[path.index(after: mark)...]
         for part in query.split(separator: "&") {
@@ -53,19 +71,20 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
             switch name {
             case "from": guard let number = Int64(value) else { return nil }; from = number
             case "through": guard let number = Int64(value) else { return nil }; through = number
+            case "newest": guard let number = Int64(value) else { return nil }; newest = number
             case "fields": fields = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             default: return nil
             }
         }
-        self.init(collection: collection, fields: fields, from: from, through: through)
+        self.init(collection: collection, fields: fields, from: from, through: through, newest: newest)
     }
 
     /// Whether a change at `place` reaches a reader of this shape.
     @inline(__always)
     public func covers(_ place: Place) -> Bool {
         guard from <= place.position && place.position <= through else { return false }
-        guard let field = place.field, let fields else { return true }
-        return fields.contains(field)
+        guard let field = place.field, let fields, PlantedFault.current != .ignoreShapeFields else { return true }
+        return place.position > newest || fields.contains(field)
     }
 }
 

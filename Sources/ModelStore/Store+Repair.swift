@@ -46,10 +46,10 @@ extension Store {
                 // is the window as it stands, the elements as a fresh read
                 // of it shows them, for the client to replace its copy with.
                 guard let (resource, elements) = Self.elements(of: shape, in: state, catalog) else { continue }
-                let selection = FieldSelection(shapeFields: shape.fields)
                 var text = "["
                 for (index, element) in elements.enumerated() {
                     if index > 0 { text += "," }
+                    let selection = element.position > shape.newest ? FieldSelection.all : FieldSelection(shapeFields: shape.fields)
                     text += resource.representation(of: element, in: state, selection, tracking: false).string
                 }
                 text += "]"

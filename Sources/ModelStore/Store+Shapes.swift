@@ -65,8 +65,9 @@ extension Store {
             // Listed whole or not at all: about one entry per member of each element.
             let perElement = max(1, resource(at: shape)?.fieldNames.count ?? 1)
             guard budget > 0, let (resource, elements) = Self.elements(of: shape, in: state, catalog, limit: budget / perElement) else { continue }
-            let selection = FieldSelection(shapeFields: shape.fields)
             for element in elements {
+                // Made since the read: every field came with its insert.
+                let selection = element.position > shape.newest ? FieldSelection.all : FieldSelection(shapeFields: shape.fields)
                 for key in resource.propertyKeys(of: element, in: state, selection) { paths.insert(key.path) }
             }
             // Elements it saw that are gone since (while the log holds their removal).
@@ -78,7 +79,8 @@ extension Store {
                         continue
                     }
                     let name = key.path.split(separator: "/").last.map(String.init) ?? ""
-                    if fields.contains(name), key.path.hasPrefix(shape.collection + "/") { paths.insert(key.path) }
+                    let position = removal.places.first { $0.collection == shape.collection }?.position ?? .min
+                    if position > shape.newest || fields.contains(name), key.path.hasPrefix(shape.collection + "/") { paths.insert(key.path) }
                 }
             }
             budget -= elements.count * perElement

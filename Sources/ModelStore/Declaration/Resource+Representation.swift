@@ -48,8 +48,9 @@ extension Resource {
                               page: Page?, fields: [String]?, selection: FieldSelection, into builder: inout RepresentationBuilder,
                               link: (String) -> String, write: (Record, inout RepresentationBuilder) -> Void)
     {
+        let newest = fields == nil ? Int64.max : (elements.last?.position ?? .min)
         guard let page else {
-            builder.elements(name, shape: Shape(collection: collection, fields: fields), selection) { builder in
+            builder.elements(name, shape: Shape(collection: collection, fields: fields, newest: newest), selection) { builder in
                 elements.forEach { element in
                     write(element, &builder)
                     return true
@@ -62,8 +63,8 @@ extension Resource {
         }
         guard let limit = page.limit else {
             let shape = page.descending
-                ? Shape(collection: collection, fields: fields, through: page.after.map { $0 - 1 } ?? .max)
-                : Shape(collection: collection, fields: fields, from: page.after.map { $0 + 1 } ?? .min)
+                ? Shape(collection: collection, fields: fields, through: page.after.map { $0 - 1 } ?? .max, newest: newest)
+                : Shape(collection: collection, fields: fields, from: page.after.map { $0 + 1 } ?? .min, newest: newest)
             builder.elements(name, shape: shape, selection) { builder in
                 elements.forEach(forward: !page.descending, from: boundary) { element in
                     write(element, &builder)
@@ -81,9 +82,11 @@ extension Resource {
         let more = shown.count > limit
         if more { shown.removeLast() }
         let end = more ? shown.last?.position : nil
+        var edge = end
+        if PlantedFault.current == .narrowPageWindow, let last = end { edge = page.descending ? last + 1 : last - 1 }
         let shape = page.descending
-            ? Shape(collection: collection, fields: fields, from: end ?? .min, through: page.after.map { $0 - 1 } ?? .max)
-            : Shape(collection: collection, fields: fields, from: page.after.map { $0 + 1 } ?? .min, through: end ?? .max)
+            ? Shape(collection: collection, fields: fields, from: edge ?? .min, through: page.after.map { $0 - 1 } ?? .max, newest: newest)
+            : Shape(collection: collection, fields: fields, from: page.after.map { $0 + 1 } ?? .min, through: edge ?? .max, newest: newest)
         guard selection.includes(name.name) else { return }
         builder.elements(name, shape: shape, selection) { builder in
             for element in shown { write(element, &builder) }
