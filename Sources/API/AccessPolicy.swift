@@ -66,7 +66,7 @@ public struct AccessPolicy: Sendable {
         return [
             ("Access-Control-Allow-Origin", origin),
             ("Vary", "Origin"),
-            ("Access-Control-Expose-Headers", "ETag, Observation-Cursor, Location"),
+            ("Access-Control-Expose-Headers", "ETag, Observation-Cursor, Location, Link"),
         ]
     }
 
