@@ -280,7 +280,11 @@ class Client:
             self.conn.timeout = self.timeout
             if self.conn.sock is not None:
                 self.conn.sock.settimeout(self.timeout)
-        headers_out = {k.lower(): v for k, v in resp.getheaders()}
+        headers_out = {}
+        for k, v in resp.getheaders():
+            k = k.lower()
+            # repeated headers (two Link: a page of each of the truck's collections) joined as one list
+            headers_out[k] = headers_out[k] + ", " + v if k in headers_out else v
         if headers_out.get("connection", "").lower() == "close":
             self.close()
         value = None
@@ -489,13 +493,14 @@ def implied_paths(collection, new):
 
 
 class Entry:
-    __slots__ = ("seq", "path", "op", "old", "new", "txn", "elem", "implied", "coll")
+    __slots__ = ("seq", "path", "op", "old", "new", "txn", "elem", "implied", "coll", "places")
 
     def __init__(self, seq, path, op, old, new, txn):
         self.seq, self.path, self.op, self.old, self.new, self.txn = seq, path, op, old, new, txn
         self.elem = None
         self.implied = None
         self.coll = None
+        self.places = ()   # where it lands for shapes: (collection, creation index, field or None, element's insert seq)
         if op == "insert":
             self.coll = path
             self.implied = implied_paths(path, new)
@@ -532,6 +537,63 @@ class Log:
         self.inserts = []       # entries with op insert, in order
         self.next_txn = 0
         self.newest = 0
+        # Creation order, all a shape's window needs: every element of every
+        # paged collection (cards of a game too) by the order it was made in;
+        # a deleted element keeps its place. Positions are the server's.
+        self.order = collections.defaultdict(list)   # collection -> [id]
+        self.idx = {}                                 # (collection, id) -> creation index
+        self.made = {}                                # (collection, id) -> insert seq (0: seed)
+        self.by_coll = collections.defaultdict(list)  # collection -> [entry with a place in it]
+
+    def register(self, coll, i, seq):
+        if (coll, i) not in self.idx:
+            self.idx[(coll, i)] = len(self.order[coll])
+            self.order[coll].append(i)
+            self.made[(coll, i)] = seq
+
+    def seed(self, st):
+        """The elements there before the run, in creation order."""
+        for coll, d in (("/truck/donuts", st.donuts), ("/truck/orders", st.orders), ("/posts", st.posts),
+                        ("/jobs", st.jobs), ("/games", st.games)):
+            for i in d:
+                self.register(coll, i, 0)
+        for g, game in st.games.items():
+            for c in game["cards"]:
+                self.register(f"/games/{g}/cards", c["id"], 0)
+
+    def place(self, coll, i, field):
+        k = (coll, i)
+        n = self.idx.get(k)
+        return None if n is None else (coll, n, field, self.made[k])
+
+    def places_of(self, path, op, old=None, new=None, seq=0):
+        """Where a change lands for shapes (registering an inserted element)."""
+        if op == "insert":
+            if path in REMOVABLE and isinstance(new, dict) and "id" in new:
+                self.register(path, new["id"], seq)
+                if path == "/games":
+                    for c in new.get("cards") or ():
+                        self.register(f"/games/{new['id']}/cards", c.get("id"), seq)
+                return [self.place(path, new["id"], None)]
+            return []
+        if op == "remove":
+            if path in REMOVABLE and isinstance(old, dict) and "id" in old:
+                p = self.place(path, old["id"], None)
+                return [p] if p else []
+            return []
+        parts = path.strip("/").split("/")
+        out = []
+        if parts[0] == "truck" and len(parts) == 4 and parts[1] in ("donuts", "orders"):
+            out.append(self.place("/truck/" + parts[1], parts[2], parts[3]))
+        elif parts[0] in ("posts", "jobs") and len(parts) == 3:
+            out.append(self.place("/" + parts[0], parts[1], parts[2]))
+        elif parts[0] == "games" and len(parts) == 3:
+            out.append(self.place("/games", parts[1], parts[2]))
+        elif parts[0] == "games" and len(parts) == 5 and parts[2] == "cards":
+            # a card's change is a change of its game's field `cards` too
+            out.append(self.place(f"/games/{parts[1]}/cards", parts[3], parts[4]))
+            out.append(self.place("/games", parts[1], "cards"))
+        return [x for x in out if x is not None]
 
     def new_txn(self):
         self.next_txn += 1
@@ -542,6 +604,9 @@ class Log:
             return
         if self.seqs and e.seq <= self.seqs[-1]:
             raise ValueError(f"log out of order: {e.seq} after {self.seqs[-1]}")
+        e.places = self.places_of(e.path, e.op, e.old, e.new, e.seq)
+        for c in {p[0] for p in e.places}:
+            self.by_coll[c].append(e)
         self.entries.append(e)
         self.seqs.append(e.seq)
         self.by_seq[e.seq] = e
@@ -564,6 +629,8 @@ class Observer:
         self.id = oid
         self.reads = {}           # path -> from seq
         self.elem_from = {}       # element prefix -> min from seq of its properties
+        self.shapes = {}          # shape key -> MShape (collection reads: whole, pages, a game's cards)
+        self.shapes_by_coll = collections.defaultdict(list)
         self.implicit = cursor    # None when unknown (after a stream)
         self.creation = cursor
         self.ins_ptr = 0          # index into log.inserts processed for implied reads
@@ -587,9 +654,28 @@ class Observer:
                 if cur is None or frm < cur:
                     self.elem_from[e] = frm
 
+    def track_shape(self, sh):
+        old = self.shapes.get(sh.key)
+        if old is not None and old.frm <= sh.frm:
+            return   # a shape read again keeps its seq
+        self.shapes[sh.key] = sh
+        lst = self.shapes_by_coll[sh.coll]
+        if old is not None:
+            lst.remove(old)
+        lst.append(sh)
+        e = elem_prefix(sh.coll)
+        if e is not None:
+            # a collection inside an element (a game's cards): the element's
+            # remove reaches its readers, as for a property of it
+            cur = self.elem_from.get(e)
+            if cur is None or sh.frm < cur:
+                self.elem_from[e] = sh.frm
+
     def forget(self):
         self.reads.clear()
         self.elem_from.clear()
+        self.shapes.clear()
+        self.shapes_by_coll.clear()
 
     def prune_history(self):
         """Keeps the cursors answered in the last 5 s and the last one before
@@ -624,6 +710,45 @@ def advance_implied(obs, log, upto=INF):
         obs.ins_ptr += 1
 
 
+class MShape:
+    """A shape in the model: the collection, the fields shown (None: all),
+    the window as creation indexes lo..hi (both included; -1 and INF where
+    open), the seq it counts from, whether every field of an element made
+    after the read counts as read (`newer`), and the window in the
+    server's positions (None where open) for `GET /observers/{id}`."""
+    __slots__ = ("coll", "fields", "lo", "hi", "frm", "newer", "pos_from", "pos_through", "key")
+
+    def __init__(self, coll, fields, lo, hi, frm, newer=True, pos_from=None, pos_through=None, newest=None):
+        self.coll = coll
+        self.fields = None if fields is None else frozenset(fields)
+        self.lo, self.hi, self.frm, self.newer = lo, hi, frm, newer
+        self.pos_from, self.pos_through = pos_from, pos_through
+        # the server keeps one read per (collection, fields, window, newest element then)
+        self.key = (coll, None if fields is None else tuple(sorted(set(fields))), lo, hi,
+                    None if fields is None else (newest if newer else "max"))
+
+    def listing(self):
+        return (self.coll, None if self.fields is None else tuple(sorted(self.fields)), self.pos_from, self.pos_through)
+
+    def hears(self, place, s):
+        coll, i, field, made = place
+        return (self.frm < s and self.lo <= i <= self.hi
+                and (field is None or self.fields is None or field in self.fields or (self.newer and made > self.frm)))
+
+    def describe(self):
+        f = "all" if self.fields is None else ",".join(sorted(self.fields))
+        hi = "∞" if self.hi == INF else self.hi
+        return f"{self.coll}?shape[{self.lo}..{hi}] fields {f} (positions {self.pos_from}..{self.pos_through})"
+
+
+def shape_hit(obs, places, s):
+    for place in places:
+        for sh in obs.shapes_by_coll.get(place[0], ()):
+            if sh.hears(place, s):
+                return sh
+    return None
+
+
 def receives(obs, e):
     s = e.seq
     f = obs.reads.get(e.path)
@@ -633,6 +758,8 @@ def receives(obs, e):
         f = obs.elem_from.get(e.elem)
         if f is not None and f < s:
             return True
+    if e.places and obs.shapes_by_coll:
+        return shape_hit(obs, e.places, s) is not None
     return False
 
 
@@ -643,10 +770,21 @@ def delivered(obs, log, since, cursor):
     span = hi - lo
     if span <= 0:
         return []
-    if span <= 8 * (len(obs.reads) + len(obs.elem_from)) + 64:
+    if span <= 8 * (len(obs.reads) + len(obs.elem_from) + len(obs.shapes)) + 64:
         return [e for e in log.entries[lo:hi] if receives(obs, e)]
     out = {}
     import bisect
+    for coll, shs in obs.shapes_by_coll.items():
+        lst = log.by_coll.get(coll)
+        if not lst or not shs:
+            continue
+        start = max(since, min(sh.frm for sh in shs))
+        i = bisect.bisect_right(lst, start, key=lambda x: x.seq)
+        for x in lst[i:]:
+            if x.seq > cursor:
+                break
+            if shape_hit(obs, x.places, x.seq) is not None:
+                out[x.seq] = x
     for path, frm in obs.reads.items():
         lst = log.by_path.get(path)
         if not lst:
@@ -1252,43 +1390,95 @@ class Reads:
         return base + ("?" + "&".join(q) if q else "")
 
     def choose(self):
-        """(url, expected body, tracked paths)."""
+        """(url, expected body, tracked property paths, collection reads (PageRead))."""
         st, rng = self.st, self.rng
         opts = [self.truck, self.truck_donuts, self.donut, self.truck_orders, self.order, self.order_count, self.account,
                 self.grid, self.grid_row, self.dot, self.dot_at, self.posts, self.post, self.staggered,
                 self.jobs, self.job, self.games, self.game, self.card]
-        weights = [3, 2, 3, 1.5, 1, 2, 2, 1, 1.5, 3, 2, 1.5, 1, 1, 1.5, 2, 1, 2, 2]
+        weights = [3, 3.5, 3, 3, 1, 2, 2, 1, 1.5, 3, 2, 2.5, 1, 1, 2, 2, 1.5, 2, 2]
         while True:
             r = rng.choices(opts, weights)[0]()
             if r is not None:
-                return r
+                return r if len(r) == 4 else r + ([],)
+
+    def elems(self, coll):
+        st = self.st
+        if coll.startswith("/games/"):
+            g = coll.split("/")[2]
+            return {c["id"]: c for c in st.games[g]["cards"]} if g in st.games else {}
+        return {"/truck/donuts": st.donuts, "/truck/orders": st.orders, "/posts": st.posts,
+                "/jobs": st.jobs, "/games": st.games}[coll]
+
+    def rep(self, coll, i):
+        st = self.st
+        if coll.startswith("/games/"):
+            return dict(self.elems(coll)[i])
+        return {"/truck/donuts": st.donut, "/truck/orders": st.order, "/posts": st.post,
+                "/jobs": st.job, "/games": st.game}[coll](i)
+
+    def pick_after(self, coll):
+        """A cursor from the pool of those the Links gave: (position, creation index)."""
+        pool = self.c.pool.get(coll)
+        if self.rng.random() < 0.08 or not pool:
+            return (0, -1) if self.rng.random() < 0.5 else None
+        pos = self.rng.choice(list(pool))
+        return pos, self.c.log.idx[(coll, pool[pos])]
+
+    def page_params(self, coll, whole=0.3):
+        """(limit, after, order) of a random page; all None for the whole collection."""
+        rng = self.rng
+        if rng.random() < whole:
+            return None, None, None
+        limit = rng.randint(1, 4) if rng.random() < 0.85 else None
+        order = rng.choice([None, "asc", "desc", "desc"])
+        after = self.pick_after(coll) if rng.random() < 0.55 else None
+        if limit is None and after is None and order is None:
+            order = "asc"
+        return limit, after, order
+
+    def page(self, coll, fields, params=(None, None, None), prefix=None, newer=True):
+        limit, after, order = params
+        return PageRead(self, coll, fields, limit, after, order, prefix, newer)
+
+    def coll_read(self, coll):
+        name, names = COLLS[coll]
+        f = pick_fields(self.rng, list(names))
+        pr = self.page(coll, f, self.page_params(coll))
+        q = pr.query()
+        if f is not None:
+            q.append("fields=" + ",".join(f))
+        self.rng.shuffle(q)
+        url = coll + ("?" + "&".join(q) if q else "")
+        return url, {name: [select(self.rep(coll, i), f) for i in pr.shown]}, [], [pr]
 
     def truck(self):
         st = self.st
         f = pick_fields(self.rng, ["name", "donuts", "orders", "orderCount"], always_id=False)
-        full = st.truck()
-        body = {k: full[k] for k in (f or full)}
-        paths = []
         sel = f or ["name", "donuts", "orders", "orderCount"]
+        body, paths, pages, q = {}, [], [], []
         if "name" in sel:
             paths.append("/truck/name")
+            body["name"] = st.truck_name
         if "orderCount" in sel:
             paths.append("/truck/orderCount")
-        if "donuts" in sel:
-            paths.append("/truck/donuts")
-            paths += [f"/truck/donuts/{i}/{x}" for i in st.donuts for x in DONUT_FIELDS]
-        if "orders" in sel:
-            paths.append("/truck/orders")
-            paths += [f"/truck/orders/{i}/{x}" for i in st.orders for x in ("donutId", "quantity")]
-        return self.url("/truck", f), body, paths
+            body["orderCount"] = len(st.orders)
+        for name in ("donuts", "orders"):
+            coll = "/truck/" + name
+            params = self.page_params(coll, whole=0.5)
+            pr = self.page(coll, None, params, prefix=name + ".")
+            if name in sel:
+                body[name] = [self.rep(coll, i) for i in pr.shown]
+                pages.append(pr)
+                q += pr.query()
+            elif self.rng.random() < 0.2:
+                q += pr.query()   # a page of a collection not shown: no read of it
+        if f is not None:
+            q.append("fields=" + ",".join(f))
+        self.rng.shuffle(q)
+        return "/truck" + ("?" + "&".join(q) if q else ""), body, paths, pages
 
     def truck_donuts(self):
-        st = self.st
-        f = pick_fields(self.rng, list(DONUT_FIELDS))
-        sel = [x for x in (f or DONUT_FIELDS) if x != "id"]
-        body = {"donuts": [select(st.donut(i), f) for i in st.donuts]}
-        paths = ["/truck/donuts"] + [f"/truck/donuts/{i}/{x}" for i in st.donuts for x in sel]
-        return self.url("/truck/donuts", f), body, paths
+        return self.coll_read("/truck/donuts")
 
     def donut(self):
         st = self.st
@@ -1300,12 +1490,7 @@ class Reads:
         return self.url(f"/truck/donuts/{i}", f), select(st.donut(i), f), [f"/truck/donuts/{i}/{x}" for x in sel]
 
     def truck_orders(self):
-        st = self.st
-        f = pick_fields(self.rng, ["donutId", "quantity"])
-        sel = [x for x in (f or ["donutId", "quantity"]) if x != "id"]
-        body = {"orders": [select(st.order(i), f) for i in st.orders]}
-        paths = ["/truck/orders"] + [f"/truck/orders/{i}/{x}" for i in st.orders for x in sel]
-        return self.url("/truck/orders", f), body, paths
+        return self.coll_read("/truck/orders")
 
     def order(self):
         st = self.st
@@ -1358,11 +1543,7 @@ class Reads:
         return self.url(f"/grid/rows/{r}/dots/{c}", f), select(st.dot(i), f), [f"/grid/dots/{i}/{x}" for x in sel]
 
     def posts(self):
-        st = self.st
-        f = pick_fields(self.rng, ["imageURL", "height"])
-        sel = [x for x in (f or ["imageURL", "height"]) if x != "id"]
-        body = {"posts": [select(st.post(i), f) for i in st.posts]}
-        return self.url("/posts", f), body, ["/posts"] + [f"/posts/{i}/{x}" for i in st.posts for x in sel]
+        return self.coll_read("/posts")
 
     def post(self):
         st = self.st
@@ -1393,14 +1574,11 @@ class Reads:
             extra = [f"columns={n}"]
         if layout:
             extra.append(f"layout={layout}")
-        return self.url("/posts/staggered", f, extra), {"columns": cols}, ["/posts"] + [f"/posts/{i}/{x}" for i in st.posts for x in sel]
+        # the whole of /posts, one shape; its fields count only as shown (no newest)
+        return self.url("/posts/staggered", f, extra), {"columns": cols}, [], [self.page("/posts", f, newer=False)]
 
     def jobs(self):
-        st = self.st
-        f = pick_fields(self.rng, ["progress", "isComplete"])
-        sel = [x for x in (f or ["progress", "isComplete"]) if x != "id"]
-        body = {"jobs": [select(st.job(i), f) for i in st.jobs]}
-        return self.url("/jobs", f), body, ["/jobs"] + [f"/jobs/{i}/{x}" for i in st.jobs for x in sel]
+        return self.coll_read("/jobs")
 
     def job(self):
         st = self.st
@@ -1411,24 +1589,8 @@ class Reads:
         sel = [x for x in (f or ["progress", "isComplete"]) if x != "id"]
         return self.url(f"/jobs/{i}", f), select(st.job(i), f), [f"/jobs/{i}/{x}" for x in sel]
 
-    def game_paths(self, g, sel):
-        out = []
-        if "cards" in sel:
-            out.append(f"/games/{g}/cards")
-            out += [f"/games/{g}/cards/{c['id']}/{x}" for c in self.st.games[g]["cards"] for x in CARD_FIELDS]
-        if "isOver" in sel:
-            out.append(f"/games/{g}/isOver")
-        return out
-
     def games(self):
-        st = self.st
-        f = pick_fields(self.rng, ["cards", "isOver"])
-        sel = [x for x in (f or ["cards", "isOver"]) if x != "id"]
-        body = {"games": [select(st.game(i), f) for i in st.games]}
-        paths = ["/games"]
-        for g in st.games:
-            paths += self.game_paths(g, sel)
-        return self.url("/games", f), body, paths
+        return self.coll_read("/games")
 
     def game(self):
         st = self.st
@@ -1437,7 +1599,9 @@ class Reads:
         g = self.rng.choice(list(st.games))
         f = pick_fields(self.rng, ["cards", "isOver"])
         sel = [x for x in (f or ["cards", "isOver"]) if x != "id"]
-        return self.url(f"/games/{g}", f), select(st.game(g), f), self.game_paths(g, sel)
+        paths = [f"/games/{g}/isOver"] if "isOver" in sel else []
+        pages = [self.page(f"/games/{g}/cards", None)] if "cards" in sel else []
+        return self.url(f"/games/{g}", f), select(st.game(g), f), paths, pages
 
     def card(self):
         st = self.st
@@ -1453,22 +1617,90 @@ class Reads:
     def everything(self):
         """The reads the all-seeing observer makes: every resource, whole."""
         st = self.st
-        out = []
-        t = st.truck()
-        out.append(("/truck", t, ["/truck/name", "/truck/orderCount", "/truck/donuts", "/truck/orders"]
-                    + [f"/truck/donuts/{i}/{x}" for i in st.donuts for x in DONUT_FIELDS]
-                    + [f"/truck/orders/{i}/{x}" for i in st.orders for x in ("donutId", "quantity")]))
-        out.append(("/account", {"userName": st.user}, ["/account/userName"]))
-        out.append(("/grid", st.grid(), ["/grid/rows"] + [f"/grid/dots/{i}/{x}" for i in st.dots for x in DOT_FIELDS]))
-        out.append(("/posts", {"posts": [st.post(i) for i in st.posts]},
-                    ["/posts"] + [f"/posts/{i}/{x}" for i in st.posts for x in ("imageURL", "height")]))
-        out.append(("/jobs", {"jobs": [st.job(i) for i in st.jobs]},
-                    ["/jobs"] + [f"/jobs/{i}/{x}" for i in st.jobs for x in ("progress", "isComplete")]))
-        gp = ["/games"]
-        for g in st.games:
-            gp += self.game_paths(g, ["cards", "isOver"])
-        out.append(("/games", {"games": [st.game(i) for i in st.games]}, gp))
-        return out
+        whole = lambda c: self.page(c, None)
+        return [
+            ("/truck", st.truck(), ["/truck/name", "/truck/orderCount"], [whole("/truck/donuts"), whole("/truck/orders")]),
+            ("/account", {"userName": st.user}, ["/account/userName"], []),
+            ("/grid", st.grid(), ["/grid/rows"] + [f"/grid/dots/{i}/{x}" for i in st.dots for x in DOT_FIELDS], []),
+            ("/posts", {"posts": [st.post(i) for i in st.posts]}, [], [whole("/posts")]),
+            ("/jobs", {"jobs": [st.job(i) for i in st.jobs]}, [], [whole("/jobs")]),
+            ("/games", {"games": [st.game(i) for i in st.games]}, [], [whole("/games")]),
+        ]
+
+
+COLLS = {
+    "/truck/donuts": ("donuts", DONUT_FIELDS),
+    "/truck/orders": ("orders", ("donutId", "quantity")),
+    "/posts": ("posts", ("imageURL", "height")),
+    "/jobs": ("jobs", ("progress", "isComplete")),
+    "/games": ("games", ("cards", "isOver")),
+}
+LINK = re.compile(r'<([^>]*)>\s*;\s*rel="next"(?:\s*;\s*title="([^"]*)")?')
+
+
+def parse_links(value):
+    """{title or None: (path, {param: value})} of a Link header's rel="next" values."""
+    out = {}
+    for target, title in LINK.findall(value or ""):
+        u = urllib.parse.urlsplit(target)
+        out[title or None] = (u.path, dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True)), target)
+    return out
+
+
+class PageRead:
+    """A read of a collection as the model predicts it: the whole of it or a
+    page (`limit`, `after` = (position, creation index), `order`), the
+    elements it shows and whether more follow (a Link); once answered, the
+    shape it makes its observer read."""
+
+    def __init__(self, reads, coll, fields, limit=None, after=None, order=None, prefix=None, newer=True):
+        self.coll, self.fields, self.limit, self.after, self.order = coll, fields, limit, after, order
+        self.prefix = prefix       # "orders." for the truck's orders; None on the collection's own resource
+        self.newer = newer
+        self.paged = limit is not None or after is not None or order is not None
+        self.desc = order == "desc"
+        log = reads.c.log
+        d = reads.elems(coll)
+        for i in d:
+            if (coll, i) not in log.idx:
+                log.register(coll, i, 0)
+        ids = list(d)
+        self.newest = log.idx[(coll, ids[-1])] if ids else -1
+        if self.desc:
+            ids.reverse()
+        if after is not None:
+            a = after[1]
+            ids = [i for i in ids if (log.idx[(coll, i)] < a if self.desc else log.idx[(coll, i)] > a)]
+        self.shown = ids[:limit] if limit else ids
+        self.more = len(ids) > len(self.shown)
+        self.last_idx = log.idx[(coll, self.shown[-1])] if self.shown else None
+
+    def query(self):
+        p = self.prefix or ""
+        q = []
+        if self.limit is not None:
+            q.append(f"{p}limit={self.limit}")
+        if self.after is not None:
+            q.append(f"{p}after={self.after[0]}")
+        if self.order is not None:
+            q.append(f"{p}order={self.order}")
+        return q
+
+    def shape(self, frm, link_pos):
+        if not self.paged:
+            lo, hi, pf, pt = -1, INF, None, None
+        elif not self.desc:
+            lo = self.after[1] + 1 if self.after else -1
+            pf = self.after[0] + 1 if self.after else None
+            hi, pt = (self.last_idx, link_pos) if self.more else (INF, None)
+        else:
+            hi = self.after[1] - 1 if self.after else INF
+            pt = self.after[0] - 1 if self.after else None
+            lo, pf = (self.last_idx, link_pos) if self.more else (-1, None)
+        return MShape(self.coll, self.fields, lo, hi, frm, self.newer, pf, pt, self.newest)
+
+    def describe(self):
+        return f"{self.coll} {'page ' + ' '.join(self.query()) if self.paged else 'whole'}{' fields ' + ','.join(self.fields) if self.fields else ''}"
 
 
 # ---------------------------------------------------------------------------
@@ -1609,6 +1841,9 @@ class Checker:
         self.deleted = []            # deleted observer ids
         self.all_ids = 0
         self.etags = {}              # url -> (etag, body json)
+        self.pool = collections.defaultdict(dict)        # collection -> {position: element id}: cursors the Links gave
+        self.positions = {}                              # (collection, id) -> position
+        self.pos_sorted = collections.defaultdict(list)  # collection -> [(creation index, position)]
         self.writes = Writes(self)
         self.reads = Reads(self)
         self.seer = None
@@ -1722,6 +1957,7 @@ class Checker:
                 return
             bodies[url] = b
         self.st.load(bodies["/truck"], bodies["/account"], bodies["/grid"], bodies["/posts"], bodies["/jobs"], bodies["/games"])
+        self.log.seed(self.st)
         print(f"note: model state re-read from the server {why}", flush=True)
 
     # -- writes
@@ -1768,7 +2004,84 @@ class Checker:
         return "{" + ", ".join(f"{p}@{f}" for p, f in items) + "}" + more
 
     def do_read(self, obs):
-        url, body, paths = self.reads.choose()
+        url, body, paths, pages = self.reads.choose()
+        nxt = self.read_one(obs, url, body, paths, pages)
+        # Follow the Link: the next page, as the Link names it (its cursor
+        # is the position of the element that ended the page).
+        hops = 0
+        while nxt is not None and hops < 4 and self.rng.random() < 0.55:
+            hops += 1
+            pr, target, link_pos = nxt
+            params = parse_links(f"<{target}>; rel=\"next\"")[None][1]
+            fields = params["fields"].split(",") if "fields" in params else None
+            after = (link_pos, pr.last_idx)
+            npr = PageRead(self.reads, pr.coll, fields, pr.limit, after, "desc" if pr.desc else None)
+            name = COLLS[pr.coll][0]
+            b = {name: [select(self.reads.rep(pr.coll, i), fields) for i in npr.shown]}
+            self.stats["page-followed"] += 1
+            nxt = self.read_one(obs if self.rng.random() < 0.9 else None, target, b, [], [npr])
+
+    def check_links(self, desc, h, pages):
+        """Checks the Link header against the pages the model predicts;
+        learns the positions it gives. Returns {PageRead: (target, position)}."""
+        links = parse_links(h.get("link"))
+        out = {}
+        titles = set()
+        for pr in pages:
+            title = pr.prefix[:-1] if pr.prefix else None
+            titles.add(title)
+            got = links.get(title)
+            if not pr.more:
+                if got is not None:
+                    self.report.fail("wrong-state", f"{desc}: Link {got[2]!r} ({pr.describe()}), but no more elements follow the "
+                                                    f"{len(pr.shown)} shown in the model")
+                continue
+            if got is None:
+                self.report.fail("wrong-state", f"{desc}: no Link rel=\"next\"{' title=' + title if title else ''} "
+                                                f"({pr.describe()}), but more elements follow the {len(pr.shown)} shown in the model")
+                continue
+            path, q, target = got
+            a = q.get("after", "")
+            want = {"limit": str(pr.limit)}
+            if pr.desc:
+                want["order"] = "desc"
+            ok = path == pr.coll and a.isdigit() and all(q.get(k) == v for k, v in want.items()) \
+                and set(q) <= {"limit", "order", "after", "fields"} and ("order" not in q or pr.desc)
+            if pr.prefix is None and pr.fields is not None:
+                ok = ok and set((q.get("fields") or "").split(",")) == set(pr.fields)
+            elif "fields" in q:
+                ok = False
+            if not ok:
+                self.report.fail("wrong-state", f"{desc}: Link {target!r}; expected the next page of {pr.describe()}")
+                continue
+            pos = int(a)
+            self.learn_position(desc, pr.coll, pr.shown[-1], pos)
+            out[pr] = (target, pos)
+        for t in links:
+            if t not in titles:
+                self.report.fail("wrong-state", f"{desc}: Link {links[t][2]!r}, which names no page the read asked for")
+        return out
+
+    def learn_position(self, desc, coll, i, pos):
+        """Adds a cursor to the pool; positions must grow with creation order."""
+        import bisect
+        k = (coll, i)
+        known = self.positions.get(k)
+        if known is not None:
+            if known != pos:
+                self.report.fail("wrong-state", f"{desc}: the Link gives position {pos} to {coll}/{i}, earlier {known}")
+            return
+        n = self.log.idx[k]
+        lst = self.pos_sorted[coll]
+        j = bisect.bisect_left(lst, (n, pos))
+        if (j > 0 and lst[j - 1][1] >= pos) or (j < len(lst) and lst[j][1] <= pos):
+            self.report.fail("wrong-state", f"{desc}: the Link gives position {pos} to {coll}/{i} (made #{n}), out of creation "
+                                            f"order with {lst[max(0, j - 1):j + 1]}")
+        lst.insert(j, (n, pos))
+        self.positions[k] = pos
+        self.pool[coll][pos] = i
+
+    def read_one(self, obs, url, body, paths, pages):
         method = "GET"
         headers = {}
         full_url = url
@@ -1786,32 +2099,45 @@ class Checker:
             headers["If-None-Match"] = tag
             conditional = seen == jdump(body)
         self.stats["read"] += 1
+        if any(pr.paged for pr in pages):
+            self.stats["page"] += 1
         status, h, got = self.req(method, full_url, headers=headers)
         desc = f"{method} {full_url}" + "".join(f" -H '{k}: {v}'" for k, v in headers.items())
+        if obs is not None:
+            obs.note(desc)
         want_status = 304 if conditional else 200
         if status != want_status:
             self.report.fail("wrong-status", f"{desc} answered {status} {short(got)}; expected {want_status}")
-            return
+            return None
         cur = h.get("observation-cursor")
         if cur is None or not cur.isdigit() or int(cur) != self.log.newest:
             self.report.fail("wrong-cursor", f"{desc}: Observation-Cursor {cur}, but the newest acknowledged seq is {self.log.newest}")
-            return
+            return None
         cur = int(cur)
         if method == "GET" and status == 200:
             if jdump(got) != jdump(body):
                 self.report.fail("wrong-state", f"{desc} answered {short(got, 500)}; the model says {short(body, 500)}")
                 self.resync("after a read differed")
-                return
+                return None
             if h.get("etag"):
                 self.etags[url] = (h["etag"], jdump(body))
+        links = self.check_links(desc, h, pages) if method == "GET" else {}
         if obs is not None and method == "GET":
             for p in paths:
                 obs.track(p, cur)
+            for pr in pages:
+                link = links.get(pr)
+                obs.track_shape(pr.shape(cur, link[1] if link else None))
+                self.stats["shape"] += 1
             if cur > 0:
                 obs.cursors.append(cur)
+        for pr in pages:
+            if pr in links:
+                return pr, links[pr][0], links[pr][1]
+        return None
 
     def do_read_unknown_observer(self):
-        url, _, _ = self.reads.choose()
+        url = self.reads.choose()[0]
         oid = self.rng.choice(self.deleted) if self.deleted and self.rng.random() < 0.5 else "00000000-0000-7000-8000-000000000000"
         status, _, body = self.req(self.rng.choice(["GET", "HEAD"]), url, headers={"Observer": oid})
         if status != 404:
@@ -1821,6 +2147,14 @@ class Checker:
         url = self.rng.choice(["/truck?fields=name,colour", "/truck/donuts?fields=flavour", "/grid?fields=color",
                                "/posts?fields=width", "/jobs?fields=name", "/games?fields=score", "/posts/staggered?columns=13",
                                "/posts/staggered?columns=0", "/posts/staggered?layout=masonry"])
+        if self.rng.random() < 0.6:
+            # pages: limit 1…1000, after a whole number ≥ 0, order asc or desc
+            bad = self.rng.choice(["limit=0", "limit=1001", "limit=x", "limit=-3", "limit=", "after=-1", "after=x", "after=1.5",
+                                   "order=up", "order=DESC", "order="])
+            base = self.rng.choice(list(COLLS) + ["/truck"])
+            if base == "/truck":
+                bad = self.rng.choice(["orders.", "donuts."]) + bad
+            url = base + "?" + bad + ("" if base == "/truck" or bad.startswith("limit") else self.rng.choice(["", "&limit=2", "&fields=id"]))
         status, _, body = self.req("GET", url)
         if status != 400:
             self.report.fail("wrong-status", f"GET {url} answered {status} {short(body)}; expected 400")
@@ -1969,23 +2303,7 @@ class Checker:
             self.report.fail("wrong-status", f"GET /observers/{obs.id} answered {status} {short(body)}")
             return None
         advance_implied(obs, self.log)
-        want = sorted(obs.reads)
-        got = body.get("reads") or []
-        if got != want:
-            gs, ws = set(got), set(want)
-            self.report.fail("wrong-reads", f"observer {obs.id}: GET /observers/{obs.id} lists {len(got)} reads, the model {len(want)}; "
-                                            f"missing {sorted(ws - gs)[:6]}, extra {sorted(gs - ws)[:6]}"
-                                            + (" (not sorted)" if gs == ws else ""))
-            obs_reads = {p: obs.reads[p] for p in obs.reads}
-            for p in gs - ws:
-                obs_reads[p] = self.log.newest
-            # adopt what the server says, so one fault is counted once
-            obs.reads = {p: obs.reads.get(p, self.log.newest) for p in got}
-            obs.elem_from = {}
-            for p, f in obs.reads.items():
-                e = elem_prefix(p)
-                if e is not None:
-                    obs.elem_from[e] = min(obs.elem_from.get(e, INF), f)
+        self.check_listing(obs, body)
         cur = body.get("cursor")
         if allowed_cursors is not None:
             if cur not in allowed_cursors:
@@ -2001,6 +2319,67 @@ class Checker:
         elif obs.implicit is None and isinstance(cur, int):
             obs.answered(cur)
         return body
+
+    FIELD_NAMES = {"/truck/donuts": DONUT_FIELDS, "/truck/orders": ("donutId", "quantity"),
+                   "/posts": ("imageURL", "height"), "/jobs": ("progress", "isComplete")}
+
+    def check_listing(self, obs, body):
+        """`GET /observers/{id}`: `reads` lists every property key read, each
+        shape's collection and what it covers now (only paths inside a
+        shape's collection may be listed besides the keys); `shapes` lists
+        each shape with its fields and window in positions."""
+        got = body.get("reads") or []
+        gs = set(got)
+        want = set(obs.reads)
+        colls = {sh.coll for sh in obs.shapes.values()}
+        missing = sorted((want | colls) - gs)
+        extra = sorted(p for p in gs - want - colls if not any(p.startswith(c + "/") for c in colls))
+        # What the shapes of top-level collections cover now: each shown
+        # field of each element in the window (every field of one made after
+        # the read), while the listing is under its bound.
+        covered = []
+        if sum(len(self.reads.elems(c)) for c in colls if c in self.FIELD_NAMES) * 4 < 5000:
+            log = self.log
+            for sh in obs.shapes.values():
+                names = self.FIELD_NAMES.get(sh.coll)
+                if names is None:
+                    continue
+                for i in self.reads.elems(sh.coll):
+                    n = log.idx.get((sh.coll, i))
+                    if n is None or not (sh.lo <= n <= sh.hi):
+                        continue
+                    made = log.made[(sh.coll, i)]
+                    for f in names:
+                        if sh.fields is None or f in sh.fields or (sh.newer and made > sh.frm):
+                            covered.append(f"{sh.coll}/{i}/{f}")
+            missing += sorted(set(covered) - gs)
+        if missing or extra or got != sorted(got):
+            self.report.fail("wrong-reads", f"observer {obs.id}: GET /observers/{obs.id} lists {len(got)} reads; "
+                                            f"missing {missing[:6]}{' (+%d)' % (len(missing) - 6) if len(missing) > 6 else ''}, "
+                                            f"extra {extra[:6]}" + (" (not sorted)" if got != sorted(got) else "")
+                                            + f"; shapes {[sh.describe() for sh in obs.shapes.values()][:6]}; before: {list(obs.trail)}")
+            # adopt the server's keys, so one fault is counted once
+            reads = {p: f for p, f in obs.reads.items() if p in gs}
+            for p in extra:
+                reads[p] = self.log.newest
+            obs.reads = {}
+            obs.elem_from = {}
+            for p, f in reads.items():
+                obs.track(p, f)
+            for sh in obs.shapes.values():
+                e = elem_prefix(sh.coll)
+                if e is not None:
+                    obs.elem_from[e] = min(obs.elem_from.get(e, INF), sh.frm)
+        gsh = collections.Counter()
+        for x in body.get("shapes") or []:
+            if isinstance(x, dict):
+                f = x.get("fields")
+                gsh[(x.get("collection"), None if f is None else tuple(f), x.get("from"), x.get("through"))] += 1
+        wsh = collections.Counter(sh.listing() for sh in obs.shapes.values())
+        if gsh != wsh:
+            self.report.fail("wrong-reads", f"observer {obs.id}: GET /observers/{obs.id} lists {sum(gsh.values())} shapes, the model "
+                                            f"{sum(wsh.values())}: missing {list((wsh - gsh).elements())[:4]}, "
+                                            f"extra {list((gsh - wsh).elements())[:4]}; before: {list(obs.trail)}")
 
     def do_forget(self, obs):
         obs.note("DELETE reads")
@@ -2074,12 +2453,22 @@ class Checker:
 
     def would_wake(self, obs, plan):
         advance_implied(obs, self.log)
+        log = self.log
         for path, op, elem in plan.touch:
             if path == "?":
                 return None
             if path in obs.reads:
                 return True
             if op == "remove" and elem in obs.elem_from:
+                return True
+            if op == "insert":
+                # the new element lands after every one made so far
+                places = [(path, len(log.order[path]), None, INF)] if path in REMOVABLE else []
+            elif op == "remove":
+                places = log.places_of(path, "remove", {"id": elem.rsplit("/", 1)[1]})
+            else:
+                places = log.places_of(path, "set")
+            if shape_hit(obs, places, INF) is not None:
                 return True
         return False
 
@@ -2291,7 +2680,7 @@ class Checker:
 
     def check_state(self, context):
         bad = False
-        for url, body, _ in self.reads.everything():
+        for url, body, _, _ in self.reads.everything():
             status, h, got = self.req("GET", url)
             if status != 200 or jdump(got) != jdump(body):
                 bad = True
@@ -2326,15 +2715,19 @@ class Checker:
             if status != 200:
                 raise RuntimeError(f"GET {url} answered {status}")
         self.st.load(bodies["/truck"], bodies["/account"], bodies["/grid"], bodies["/posts"], bodies["/jobs"], bodies["/games"])
+        self.log.seed(self.st)
         status, _, hz = self.req("GET", "/healthz")
         self.log.newest = hz["seq"]
         self.seer = self.create_observer()
-        for url, body, paths in self.reads.everything():
+        for url, body, paths, pages in self.reads.everything():
             status, h, got = self.req("GET", url, headers={"Observer": self.seer.id})
             if status != 200 or jdump(got) != jdump(body):
                 raise RuntimeError(f"all-seeing read of {url} answered {status} {short(got)}")
+            cur = int(h["observation-cursor"])
             for p in paths:
-                self.seer.track(p, int(h["observation-cursor"]))
+                self.seer.track(p, cur)
+            for pr in pages:
+                self.seer.track_shape(pr.shape(cur, None))
 
     def choose_observer(self):
         if not self.observers:
@@ -3151,7 +3544,7 @@ class ConcurrentChecker(Checker):
 
 
 def planted_faults(args):
-    faults = ["drop-implied-reads", "forget-cursor", "wake-every-poll"]
+    faults = ["drop-implied-reads", "forget-cursor", "wake-every-poll", "ignore-shape-fields", "narrow-page-window"]
     missed = 0
     for fault in faults:
         a = argparse.Namespace(**vars(args))
