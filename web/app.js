@@ -13,7 +13,8 @@ const GLOW_RESET_MS = 1000;    // a glow is turned off after this long
 const BACKOFF_FIRST = 500;     // first wait after a failure, ms; doubles
 const BACKOFF_MAX = 5000;
 const LOG_LENGTH = 8;          // changes shown in "Changes heard"
-const ORDERS_SHOWN = 5;        // newest orders listed
+const ORDERS_SHOWN = 5;        // orders on a page of the list: the newest five, or five older ones
+const ORDER_LOG_LENGTH = 200;  // recent changes of the orders kept, to replay after a page's read
 const POST_COLUMNS = 3;
 const POST_SCALE = 0.3;        // pixels per unit of a post's height
 const POST_MAX_PX = 240;       // the tallest a tile is drawn
@@ -32,7 +33,18 @@ const page = {
   writeDenied: false, // a write was answered 401
   dots: new Map(),    // dot id -> its circle
   donuts: new Map(),  // donut id -> name, menu order
-  orders: new Map(),  // order id -> order, creation order
+  orders: {          // the page of orders shown
+    after: null,      // the page's `after` (from a Link); null: the newest page, open to new orders
+    back: [],         // the `after` of each newer page passed on the way here (null: the newest)
+    next: null,       // the Link to the next, older page, or null when no more follow
+    stale: false,     // the newest page dropped orders since its read: `next` skips them
+    cursor: 0,        // Observation-Cursor of the page's read: changes at or before it are in it
+    shown: [],        // {order, gone} newest first
+    read: 0,          // numbers the reads of a page, so a late answer is dropped
+    reading: false,   // a page is being read
+    heard: 0,         // new orders heard while an older page is shown
+    log: [],          // recent changes of /truck/orders, replayed after a page's read
+  },
   jobs: new Map(),    // job id -> its list item
   serverJobs: new Set(), // jobs known to be advanced by the server
   game: null,         // {id, cards: Map card id -> button, isOver}
@@ -68,7 +80,8 @@ async function api(method, path, { body, observe = false, signal, keepalive = fa
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch (_) { json = null; }
   const cursor = response.headers.get("Observation-Cursor");
-  return { status: response.status, json, cursor: cursor === null ? null : Number(cursor) };
+  return { status: response.status, json, cursor: cursor === null ? null : Number(cursor),
+           link: response.headers.get("Link") };
 }
 
 /// A GET with the page's observer, so the server tracks what it answers.
@@ -96,7 +109,7 @@ async function createObserver() {
 async function readEverything() {
   const reads = await Promise.all([
     read("grid"),
-    read("truck?fields=name,orders,orderCount"),
+    read(`truck?fields=name,orders,orderCount&orders.limit=${ORDERS_SHOWN}&orders.order=desc`),
     read("truck/donuts?fields=name"),
     read("account?fields=userName"),
     read("jobs"),
@@ -106,16 +119,21 @@ async function readEverything() {
   const [grid, truck, donuts, account, jobs, games, posts] = reads.map((response) => response.json);
   const game = await readGame(games.games);
   if (game) reads.push(game);
+  // An older page of orders the page was showing is read again too.
+  const older = page.orders.after === null ? null : await read(olderOrdersPath(page.orders.after));
   drawGrid(grid.rows);
   $("truck-name").textContent = truck.name;
   setOrderCount(truck.orderCount, false);
   drawDonuts(donuts.donuts);
-  drawOrders(truck.orders);
+  ++page.orders.read;  // a page of orders still on its way is not drawn
+  page.orders.reading = false;
+  if (older) drawOrders(older, page.orders.after, page.orders.back);
+  else drawOrders(reads[1], null, []);
   setUserName(account.userName);
   drawJobs(jobs.jobs);
   drawGame(game ? game.json : null);
   drawPosts(posts.columns);
-  page.cursor = Math.min(...reads.map((response) => response.cursor));
+  page.cursor = Math.min(...reads.map((response) => response.cursor), ...(older ? [older.cursor] : []));
   page.needsRead = false;
 }
 
@@ -207,6 +225,9 @@ function receive(answer) {
   if (answer.changes.some((change) => change.op === "repair")) {
     rereadGrid();
     refreshPosts();
+    // Each page of orders read is a shape, and a shape's repair does not
+    // say which page it is: the page shown is read again.
+    if (answer.changes.some((change) => change.op === "repair" && change.path === "/truck/orders")) rereadOrders();
   }
 }
 
@@ -313,10 +334,10 @@ function apply(change) {
     else if (what === "donuts" && inserted) addDonut(value);
     else if (what === "donuts" && removed) removeDonut(change.old.id);
     else if (what === "donuts" && field === "name") setDonutName(id, value);
-    else if (what === "orders" && (inserted || removed)) {
-      if (inserted) page.orders.set(value.id, value);
-      else page.orders.delete(change.old.id);
-      showOrders();
+    else if (what === "donuts" && !id && change.op === "repair" && Array.isArray(value)) drawDonuts(value);
+    else if (what === "orders" && !id && (inserted || removed)) {
+      logOrderChange(change);
+      applyOrderChange(change);
     }
   } else if (model === "account" && rest[0] === "userName") {
     setUserName(value);
@@ -324,12 +345,14 @@ function apply(change) {
     const [id, field] = rest;  // nothing (membership), {id}/progress, {id}/isComplete
     if (inserted) addJob(value);
     else if (removed) removeJob(change.old.id);
+    else if (!id && change.op === "repair" && Array.isArray(value)) drawJobs(value);
     else if (field === "progress") setJobProgress(id, value);
     else if (field === "isComplete") setJobComplete(id, value === true);
   } else if (model === "games") {
     const [id, what, cardId, field] = rest;  // nothing (membership), {id}/isOver, {id}/cards/{cardId}/{field}
     if (inserted) drawGame(value);
     else if (removed && page.game && page.game.id === change.old.id) reloadGame();
+    else if (change.op === "repair" && Array.isArray(value) && (!id || (page.game && page.game.id === id))) reloadGame();
     else if (page.game && page.game.id === id) {
       if (what === "cards" && cardId) setCard(cardId, field, value === true);
       if (what === "isOver") setGameOver(value === true);
@@ -487,7 +510,7 @@ async function randomDot() {
 
 function setOrderCount(count, changed) {
   const output = $("order-count");
-  output.textContent = String(count);
+  output.textContent = count.toLocaleString("en-US");
   output.dataset.value = String(count);
   if (changed) {
     output.classList.remove("bumped");
@@ -532,21 +555,196 @@ function setDonutName(id, name) {
   showOrders();
 }
 
-function drawOrders(orders) {
-  page.orders.clear();
-  for (const order of orders) page.orders.set(order.id, order);
+// MARK: - Orders, a page at a time
+
+/// The next page's link of a read: `rel="next"` (on /truck, the one titled
+/// "orders"), or null when no more follow.
+function nextLink(header) {
+  if (!header) return null;
+  for (const part of header.split(/,(?=\s*<)/)) {
+    const match = /^\s*<([^>]*)>(.*)$/.exec(part);
+    if (!match || !/;\s*rel="?next"?/.test(match[2])) continue;
+    const title = /;\s*title="([^"]*)"/.exec(match[2]);
+    if (!title || title[1] === "orders") return match[1];
+  }
+  return null;
+}
+
+/// The `after` a Link names. The page follows only its query: the link's
+/// path starts at the server's root, the page's own paths are relative.
+function linkAfter(link) {
+  const query = link.includes("?") ? link.slice(link.indexOf("?") + 1) : "";
+  return new URLSearchParams(query).get("after");
+}
+
+function olderOrdersPath(after) {
+  return `truck/orders?limit=${ORDERS_SHOWN}&order=desc&after=${enc(after)}`;
+}
+
+/// Shows a page of orders as read (`response`: of /truck on the newest
+/// page, of /truck/orders on an older one), and replays the changes of the
+/// orders that came through the feed after the read's cursor while it was
+/// on its way.
+function drawOrders(response, after, back) {
+  const view = page.orders;
+  view.after = after;
+  view.back = back;
+  view.next = nextLink(response.link);
+  view.stale = false;
+  view.cursor = response.cursor;
+  view.shown = response.json.orders.map((order) => ({ order, gone: false }));
+  if (after === null) view.heard = 0;
+  for (const change of view.log) {
+    if (change.seq > view.cursor) applyOrderChange(change, false);
+  }
   showOrders();
 }
 
-/// The newest orders, newest first, with their donuts' names.
+function logOrderChange(change) {
+  const log = page.orders.log;
+  log.push(change);
+  if (log.length > ORDER_LOG_LENGTH) log.splice(0, log.length - ORDER_LOG_LENGTH);
+}
+
+/// An order made or removed. The newest page hears every new order (its
+/// window is open upward): it shows it on top and lets the oldest shown go.
+/// An older page is a fixed window of older orders: it hears no new ones,
+/// and shows the removal of one of its own as gone (it is not refilled).
+function applyOrderChange(change, show = true) {
+  const view = page.orders;
+  if (typeof change.seq === "number" && change.seq <= view.cursor) return;  // the page's read showed it
+  if (change.op === "insert" && view.after !== null) {
+    view.heard += 1;
+  } else if (change.op === "insert") {
+    if (view.shown.some((entry) => entry.order.id === change.new.id)) return;
+    view.shown.unshift({ order: change.new, gone: false });
+    if (view.shown.length > ORDERS_SHOWN) {
+      view.shown.length = ORDERS_SHOWN;
+      view.stale = true;
+    }
+  } else if (change.op === "remove") {
+    const index = view.shown.findIndex((entry) => entry.order.id === change.old.id);
+    if (index < 0) return;
+    if (view.after === null) view.shown.splice(index, 1);
+    else view.shown[index].gone = true;
+  } else {
+    return;
+  }
+  if (show) showOrders();
+}
+
+/// Reads a page of orders with the observer, so that it is tracked (one
+/// shape), and shows it. `after` null: the newest page; `back`: the pages
+/// to go back through with Newer.
+async function readOrders(after, back) {
+  const number = ++page.orders.read;
+  page.orders.reading = true;
+  setPaging();
+  try {
+    const response = await read(after === null
+      ? `truck/orders?limit=${ORDERS_SHOWN}&order=desc` : olderOrdersPath(after));
+    if (number === page.orders.read) drawOrders(response, after, back);
+  } catch (error) {
+    if (number === page.orders.read) showMessage(`Could not read the orders: ${error.message}`);
+  } finally {
+    if (number === page.orders.read) {
+      page.orders.reading = false;
+      setPaging();
+    }
+  }
+}
+
+function rereadOrders() {
+  if (page.observer) readOrders(page.orders.after, page.orders.back);
+}
+
+/// Older: the page after the last order shown. The newest page's Link is
+/// good until new orders push the oldest shown off it; then the page asks
+/// where the orders it shows end (a read of their ids only, not tracked).
+async function olderOrders() {
+  const view = page.orders;
+  let link = view.next;
+  if (view.after === null && view.stale && view.shown.length > 0) {
+    const number = ++view.read;
+    view.reading = true;
+    setPaging();
+    try {
+      const probe = await api("GET", `truck/orders?fields=id&limit=${view.shown.length}&order=desc`);
+      if (probe.status !== 200) throw new Answer(probe, "reading the orders");
+      link = nextLink(probe.link);
+    } catch (error) {
+      link = null;
+      showMessage(`Could not read the orders: ${error.message}`);
+    }
+    if (number !== view.read) return;  // another read began meanwhile
+    view.reading = false;
+    setPaging();
+  }
+  if (!link) return;
+  await readOrders(linkAfter(link), [...view.back, view.after]);
+}
+
+async function newerOrders() {
+  const back = [...page.orders.back];
+  if (back.length === 0) return;
+  const after = back.pop();
+  await readOrders(after, back);
+}
+
+async function newestOrders() {
+  await readOrders(null, []);
+}
+
+/// Enables the paging buttons as the page shown allows, and none while a
+/// page is read. Newest counts the orders made since an older page was read.
+function setPaging() {
+  const view = page.orders;
+  const newest = view.after === null;
+  $("orders-older").disabled = view.reading || !(view.next || (newest && view.stale));
+  $("orders-newer").disabled = view.reading || newest;
+  $("orders-newest").disabled = view.reading || newest;
+  $("orders-newest").textContent = !newest && view.heard > 0 ? `Newest (+${view.heard.toLocaleString("en-US")})` : "Newest";
+  $("orders-state").dataset.reading = String(view.reading);
+}
+
+/// The page of orders, newest first, with their donuts' names.
 function showOrders() {
-  const newest = [...page.orders.values()].slice(-ORDERS_SHOWN).reverse();
-  $("orders").replaceChildren(...newest.map((order) => {
+  const view = page.orders;
+  const list = $("orders");
+  list.dataset.page = view.after === null ? "newest" : "older";
+  list.replaceChildren(...view.shown.map(({ order, gone }) => {
     const item = document.createElement("li");
     item.dataset.orderId = order.id;
-    item.textContent = `${order.quantity} × ${page.donuts.get(order.donutId) || "a donut no longer on the menu"}`;
+    item.dataset.gone = String(gone);
+    const text = document.createElement("span");
+    text.className = "order-text";
+    text.textContent = `${order.quantity} × ${page.donuts.get(order.donutId) || "a donut no longer on the menu"}`;
+    item.append(text);
+    if (gone) {
+      const note = document.createElement("span");
+      note.className = "order-gone";
+      note.textContent = "removed";
+      item.append(note);
+    } else {
+      const remove = writeButton("×", `remove the order of ${text.textContent}`, () =>
+        write("DELETE", `truck/orders/${enc(order.id)}`, undefined, "remove an order"));
+      remove.className += " remove-order";
+      item.append(remove);
+    }
     return item;
   }));
+  const state = $("orders-state");
+  const depth = view.back.length;
+  state.dataset.page = String(depth + 1);
+  if (view.shown.length === 0) {
+    state.textContent = depth === 0 ? "No orders yet." : "No older orders.";
+  } else if (depth === 0) {
+    state.textContent = `Newest ${view.shown.length}, newest first`;
+  } else {
+    const first = depth * ORDERS_SHOWN + 1;
+    state.textContent = `Page ${depth + 1}: orders ${first.toLocaleString("en-US")}–${(first + view.shown.length - 1).toLocaleString("en-US")} from the newest, as read`;
+  }
+  setPaging();
 }
 
 function setUserName(name) {
@@ -906,6 +1104,9 @@ function start() {
 
   $("random").addEventListener("click", randomDot);
   $("order-form").addEventListener("submit", addOrder);
+  $("orders-older").addEventListener("click", olderOrders);
+  $("orders-newer").addEventListener("click", newerOrders);
+  $("orders-newest").addEventListener("click", newestOrders);
   $("login-form").addEventListener("submit", signIn);
   $("sign-out").addEventListener("click", signOut);
   $("job-form").addEventListener("submit", (event) => {
