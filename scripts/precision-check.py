@@ -41,15 +41,29 @@ What the model holds
   with what the log shows; the seqs come from the log, never guessed.
   Transactions (for `limit` and for stream events) are the model's: each
   request's changes are one transaction, a tap two.
-* Per observer: every path it read and the seq from which it counts (the
-  Observation-Cursor of the answer that first read it), collection membership
-  included; an element inserted later counts as read from the insert's seq by
-  every observer that read the collection before (SPEC §3a "Collections");
-  a remove reaches readers of the collection and of any property of the
-  element. `DELETE /observers/{id}/reads` forgets everything, and later polls
-  (replays too) no longer deliver what was forgotten. The implicit cursor is
-  the cursor last answered to the observer by any poll, with or without
-  `since`.
+* Per observer: every property key it read and the seq from which it
+  counts (the Observation-Cursor of the answer that first read it), and every
+  *shape* it read (SPEC §3b, /work/runs/shapes-semantics.md): a read of a
+  collection (`/truck/donuts`, `/truck/orders`, `/posts`, `/jobs`, `/games`,
+  the two shown in `GET /truck`, a game's `cards`), whole or a page, is one
+  shape: the collection, the fields shown (`fields=`; None = all) and the
+  window, kept as a range of creation-order indexes (the model knows each
+  element's place in creation order, a deleted one keeps its place; the
+  server's positions are needed only for `GET /observers/{id}` and are
+  learned from the Links). Window of a page: asc from the element after the
+  cursor's element to the last one shown, open at the far end when no Link
+  came; desc the mirror image; an empty page is open at its far end. A
+  shape's reader hears the insert of an element landing in the window, the
+  remove of one in it, and a set of a shown field of one in it, or of any
+  field of one made after the read (its insert showed every field); a
+  card's change counts as a change of its game's field `cards`; computed
+  fields (isComplete, isOver) are fields. The grid stays per-property keys:
+  a row's insert makes its dots read by readers of `/grid/rows` (SPEC §3a).
+  A remove reaches key readers of any property of the element too (and
+  readers of a collection inside it: a game's cards). `DELETE
+  /observers/{id}/reads` forgets everything, and later polls (replays too)
+  no longer deliver what was forgotten. The implicit cursor is the cursor
+  last answered to the observer by any poll, with or without `since`.
 
 What each answer is checked for
 -------------------------------
@@ -58,6 +72,18 @@ What each answer is checked for
   unknown fields are 400. `HEAD` tracks nothing and sends the cursor.
   `If-None-Match` with the tag of an unchanged representation is 304 and,
   as docs/API.md documents, still tracks the read.
+* Pages: every collection read with random `limit` (1…4, so pages are
+  small and many), `order=asc|desc`, `after` from a pool of cursors the
+  Links gave (each remembered with the element that ended its page; also
+  `after=0`), and `fields=`; `GET /truck` with `orders.limit/after/order`
+  and `donuts.*`. The body must hold the right elements in the right order;
+  `Link: <…>; rel="next"` (with `title=` in the truck) must come exactly
+  when more follow, name the collection, the same limit, order and fields,
+  and an `after` that is a position growing with creation order; the Link
+  is followed (up to four hops) and must give the next page. Bad `limit`,
+  `after`, `order` (and `orders.limit` …) are 400. Deletes often take the
+  newest or oldest element, so inserts and removes land inside and outside
+  windows.
 * Writes of every kind, valid, no-op and refused (400/404/412/422): status,
   answer body, and exactly the predicted changes in the log (a refused or
   no-op write commits nothing).
@@ -84,8 +110,13 @@ What each answer is checked for
   too) or at the observer's cursor: one event per transaction that concerns
   the observer, `id` the seq of the event's last change, data equal to what a
   poll answers for that transaction.
-* Inspections: `GET /observers/{id}` lists exactly the model's read paths and
-  the model's implicit cursor. Unknown and deleted observers are 404; bad
+* Inspections: `GET /observers/{id}`: `reads` lists every key the model has
+  and each shape's collection, every shown field (all fields of elements made
+  after the read) of every live element in each window of the top-level
+  collections, and nothing outside the keys and the shapes' collections;
+  `shapes` lists exactly the model's shapes (collection, fields, from,
+  through in positions; a shape read again is kept once); and the model's
+  implicit cursor. Unknown and deleted observers are 404; bad
   poll parameters are 400.
 * Restarts (`--restarts`), alternately SIGTERM (must exit 0) and kill -9:
   afterwards the whole state read again equals the model (every acknowledged
@@ -111,8 +142,10 @@ Modes
   transaction at consecutive seqs; no change may come from nowhere; the log
   replayed through the model must show every `old` as the value before, and
   end in the state the server then serves. Each reader owns its observers
-  and records every read (paths from the answer, from its cursor) and every
-  poll; once the run is over, every poll answer is checked against the log
+  and records every read (keys and shapes from the answer, from its cursor),
+  every page it reads (limit, order, after from its own pool of Links,
+  fields; the window is computed from the log's creation order once the run
+  is over) and every poll; once the run is over, every poll answer is checked against the log
   as in sequential mode, and every long-poll that answered empty before its
   timeout is an early wake. Restarts pause every thread first (no write in
   flight), then check the cursors of every observer as above; kill -9 in the
@@ -126,8 +159,9 @@ Modes
 
 `--planted-faults` runs a short sequential run (cluster for the cursor fault
 when PostgreSQL is at hand) for each value of OBSERVABLE_PLANTED_FAULT the
-server honours (drop-implied-reads, forget-cursor, wake-every-poll) and
-checks that each is caught; it exits 1 if one goes unnoticed.
+server honours (drop-implied-reads, forget-cursor, wake-every-poll,
+ignore-shape-fields, narrow-page-window), prints which checks caught each,
+and exits 1 if one goes unnoticed.
 
 Output: each failure with the observer, the reads that matter, the request
 and the change; then a table of counts. Exit 1 if any count is non-zero.
@@ -141,10 +175,12 @@ the events written meanwhile as answered.)
 
 Not checked (yet): server-advanced jobs (step/intervalMs), retention and
 `repair=true` (the checker keeps every change: --retain-changes is raised),
-TTL expiry, pages (`limit`/`after` on collections), If-Match with a correct
+TTL expiry, pages of a game's cards and of the grid, If-Match with a correct
 tag on DELETE, tokens and CORS; in concurrent mode, reads lists (inserts race
 with inspections), displacement, streams and bodies of reads (the state at a
-read's cursor is not kept); kill -9 with writes in flight.
+read's cursor is not kept: a page is checked only to be in creation order past
+its cursor, and full when it has a Link; its window comes from the log's
+creation order); kill -9 with writes in flight.
 """
 
 import argparse
@@ -873,6 +909,18 @@ class Writes:
     def any_id(self, d):
         return self.rng.choice(list(d)) if d else None
 
+    def victim(self, d):
+        """An element to delete: often the newest or the oldest (the edges of
+        the first and last pages), else any."""
+        if not d:
+            return None
+        r = self.rng.random()
+        if r < 0.3:
+            return next(reversed(d))
+        if r < 0.5:
+            return next(iter(d))
+        return self.rng.choice(list(d))
+
     def missing_id(self):
         return "00000000-0000-7000-8000-%012x" % self.rng.randrange(1 << 40)
 
@@ -950,7 +998,7 @@ class Writes:
 
     def donut_delete(self):
         st = self.st
-        i = self.any_id(st.donuts)
+        i = self.victim(st.donuts)
         if i is None:
             return self.donut_create()
         old = st.donut(i)
@@ -980,7 +1028,7 @@ class Writes:
 
     def order_delete(self):
         st = self.st
-        i = self.any_id(st.orders)
+        i = self.victim(st.orders)
         if i is None:
             return self.order_create()
         old = st.order(i)
@@ -1135,7 +1183,7 @@ class Writes:
 
     def post_delete(self):
         st = self.st
-        i = self.any_id(st.posts)
+        i = self.victim(st.posts)
         if i is None:
             return self.post_create()
         old = st.post(i)
@@ -1198,7 +1246,7 @@ class Writes:
 
     def job_delete(self):
         st = self.st
-        i = self.any_id(st.jobs)
+        i = self.victim(st.jobs)
         if i is None:
             return self.job_create()
         old = st.job(i)
@@ -1270,7 +1318,7 @@ class Writes:
 
     def game_delete(self):
         st = self.st
-        g = self.any_id(st.games)
+        g = self.victim(st.games)
         if g is None:
             return self.game_create()
         old = st.game(g)
@@ -1995,13 +2043,18 @@ class Checker:
         self.all_ids += 1
         return o
 
-    def obs_reads_desc(self, obs, paths=None, limit=8):
+    def obs_reads_desc(self, obs, paths=None, limit=8, entry=None):
         if paths is None:
             items = sorted(obs.reads.items())[:limit]
         else:
             items = [(p, obs.reads.get(p)) for p in paths]
         more = "" if paths is not None or len(obs.reads) <= limit else f" (+{len(obs.reads) - limit} more)"
-        return "{" + ", ".join(f"{p}@{f}" for p, f in items) + "}" + more
+        colls = {p[0] for p in entry.places} if entry is not None else set(obs.shapes_by_coll)
+        shapes = [f"{sh.describe()}@{sh.frm}" for c in sorted(colls) for sh in obs.shapes_by_coll.get(c, ())][:limit]
+        where = ""
+        if entry is not None and entry.places:
+            where = " (lands at " + ", ".join(f"{c}#{n}{'/' + f if f else ''} made@{m}" for c, n, f, m in entry.places) + ")"
+        return "{" + ", ".join(f"{p}@{f}" for p, f in items) + "}" + more + (f" and shapes {shapes}" if shapes else "") + where
 
     def do_read(self, obs):
         url, body, paths, pages = self.reads.choose()
@@ -2181,6 +2234,7 @@ class Checker:
         advance_implied(obs, self.log, cursor)
         raw = delivered(obs, self.log, since, cursor)
         expected = coalesce(raw) if co else [e.json() for e in raw]
+        self.stats["delivered"] += len(expected)
         exp_by = {}
         for e in expected:
             exp_by[(e["seq"], e["path"]) if co else e["seq"]] = e
@@ -2208,11 +2262,11 @@ class Checker:
                 self.report.fail("spurious", f"observer {obs.id}: {desc} answered {short(c)}, a seq no write committed")
             else:
                 why = "forgotten or never read" if not receives(obs, le) else "outside (since, cursor]"
-                self.report.fail("spurious", f"observer {obs.id} reads {self.obs_reads_desc(obs, [le.path] + ([le.elem] if le.elem else []))}: "
+                self.report.fail("spurious", f"observer {obs.id} reads {self.obs_reads_desc(obs, [le.path] + ([le.elem] if le.elem else []), entry=le)}: "
                                              f"{desc} answered {short(c)} ({why})")
         for key, e in exp_by.items():
             if key not in matched:
-                self.report.fail("missed", f"observer {obs.id} reads {self.obs_reads_desc(obs, [e['path']])}: {desc} "
+                self.report.fail("missed", f"observer {obs.id} reads {self.obs_reads_desc(obs, [e['path']], entry=self.log.by_seq.get(e['seq']))}: {desc} "
                                            f"(since {since}, answered cursor {cursor}) lacks {short(e)}; before: {list(obs.trail)}")
         if raw and changes:
             last = self.log.by_seq.get(seqs[-1]) if isinstance(seqs[-1], int) else None
@@ -2810,6 +2864,8 @@ class Checker:
             if not inst.alive():
                 self.report.fail("crash", f"{inst.name} is not running at the end; see {inst.log_path}")
         print("operations: " + ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()) if not k.startswith("write:")), flush=True)
+        print(f"figures: {self.stats['ops']} operations, {self.all_ids} observers, {self.stats['poll']} polls checked, "
+              f"{self.stats['delivered']} changes delivered, {self.stats['page']} pages read, {self.stats['shape']} shapes tracked", flush=True)
         print("writes: " + ", ".join(f"{k[6:]} {v}" for k, v in sorted(self.stats.items()) if k.startswith("write:")), flush=True)
 
 
@@ -3010,57 +3066,43 @@ class ConcurrentWrites(Writes):
 
 
 def paths_from(url, body):
-    """The paths a GET answer shows (what it makes its observer read)."""
+    """What a GET answer makes its observer read: (property paths, shapes
+    as (collection, fields)); a collection, whole, is one shape."""
     base = url.split("?")[0]
-    out = []
+    q = dict(urllib.parse.parse_qsl(url.split("?", 1)[1])) if "?" in url else {}
+    fields = q["fields"].split(",") if "fields" in q else None
+    out, shapes = [], []
 
-    def fields(prefix, obj, skip=("id",)):
+    def fields_of(prefix, obj, skip=("id",)):
         return [f"{prefix}/{k}" for k in obj if k not in skip]
 
-    def game(g):
-        out2 = []
-        gid = g["id"]
-        if "cards" in g:
-            out2.append(f"/games/{gid}/cards")
-            for c in g["cards"]:
-                out2 += [f"/games/{gid}/cards/{c['id']}/{k}" for k in c if k != "id"]
-        if "isOver" in g:
-            out2.append(f"/games/{gid}/isOver")
-        return out2
-
     if base == "/truck":
-        for k, v in body.items():
+        for k in body:
             if k in ("donuts", "orders"):
-                out.append(f"/truck/{k}")
-                for e in v:
-                    out += fields(f"/truck/{k}/{e['id']}", e)
+                shapes.append((f"/truck/{k}", None))
             else:
                 out.append(f"/truck/{k}")
-    elif base in ("/truck/donuts", "/truck/orders", "/posts", "/jobs"):
-        key = base.rsplit("/", 1)[1]
-        out.append(base)
-        for e in body[key]:
-            out += fields(f"{base}/{e['id']}", e)
-    elif base == "/games":
-        out.append("/games")
-        for g in body["games"]:
-            out += game(g)
+    elif base in COLLS:
+        shapes.append((base, fields))
     elif base.startswith("/games/"):
-        out += game(body)
+        if "cards" in body:
+            shapes.append((f"{base}/cards", None))
+        if "isOver" in body:
+            out.append(f"{base}/isOver")
     elif base == "/grid":
         out.append("/grid/rows")
         for row in body["rows"]:
             for d in row:
-                out += fields(f"/grid/dots/{d['id']}", d)
+                out += fields_of(f"/grid/dots/{d['id']}", d)
     elif base.startswith("/grid/dots/"):
-        out += fields(base, body)
+        out += fields_of(base, body)
     elif base == "/truck/orderCount":
         out.append("/truck/orderCount")
     elif base == "/account":
         out.append("/account/userName")
     else:   # /truck/donuts/{id}, /posts/{id}, /jobs/{id}
-        out += fields(base, body)
-    return out
+        out += fields_of(base, body)
+    return out, shapes
 
 
 class ConcurrentChecker(Checker):
@@ -3079,6 +3121,7 @@ class ConcurrentChecker(Checker):
         self.writes_done = 0
         self.reader_ops = 0
         self.reader_obs = []           # (Observer, events)
+        self.pages_read = 0
 
     # -- the all-seeing observer's poller
     def seer_loop(self):
@@ -3172,6 +3215,7 @@ class ConcurrentChecker(Checker):
         rng = random.Random(self.args.seed * 7919 + rid)
         c = Client(self.instances[0].port)
         mine = []
+        pool = collections.defaultdict(dict)   # collection -> {position: element id}, from the Links
         seen = 0   # newest cursor this thread has seen: a lower bound for "newest before"
         while not self.stop:
             self.checkpoint()
@@ -3212,7 +3256,36 @@ class ConcurrentChecker(Checker):
                     if cur < seen:
                         self.report.fail("wrong-cursor", f"GET {url}: Observation-Cursor {cur} below {seen}, seen earlier by the same client")
                     seen = max(seen, cur)
-                    ev.append(("read", cur, paths_from(url, body), url))
+                    paths, shapes = paths_from(url, body)
+                    ev.append(("read", cur, paths, url, shapes))
+                elif r < 0.55:
+                    # a page: its window is known once the log gives the creation order
+                    coll = rng.choice(list(COLLS))
+                    name, names = COLLS[coll]
+                    limit = rng.randint(1, 4)
+                    desc = rng.random() < 0.5
+                    fields = [x for x in names if rng.random() < 0.5] or None
+                    after = rng.choice(list(pool[coll].items())) if pool[coll] and rng.random() < 0.6 else None
+                    q = [f"limit={limit}"] + (["order=desc"] if desc else []) + ([f"after={after[0]}"] if after else []) \
+                        + ([f"fields={','.join(fields)}"] if fields else [])
+                    url = coll + "?" + "&".join(q)
+                    status, h, body = c.request("GET", url, headers={"Observer": o.id})
+                    if status != 200 or not isinstance(body, dict) or not isinstance(body.get(name), list):
+                        self.report.fail("wrong-status", f"GET {url} -H 'Observer: {o.id}' answered {status} {short(body)}")
+                        continue
+                    cur = int(h.get("observation-cursor", -1))
+                    seen = max(seen, cur)
+                    ids = [e.get("id") for e in body[name]]
+                    link = parse_links(h.get("link")).get(None)
+                    last = None
+                    if link is not None and ids and link[1].get("after", "").isdigit():
+                        last = ids[-1]
+                        pool[coll][int(link[1]["after"])] = last
+                    elif link is not None:
+                        self.report.fail("wrong-state", f"GET {url}: Link {link[2]!r} after {len(ids)} elements")
+                    with self.lock:
+                        self.pages_read += 1
+                    ev.append(("page", cur, coll, fields, after[1] if after else None, desc, limit, ids, last, url))
                 elif r < 0.93:
                     q = []
                     kind = rng.random()
@@ -3427,6 +3500,7 @@ class ConcurrentChecker(Checker):
         self.st = st
         self.reads.st = st
         log = Log()
+        log.seed(st)
         txn_of = {}
         for k, ch in enumerate(raw):
             key = owner[k]
@@ -3442,12 +3516,23 @@ class ConcurrentChecker(Checker):
         self.check_state("at the end of the concurrent run")
         # 4. every poll of every observer
         polls = 0
+        pages = 0
         for o, ev in self.reader_obs:
             m = Observer(o.id, ev[0][1], 0)
             for e in ev[1:]:
                 if e[0] == "read":
                     for p in e[2]:
                         m.track(p, e[1])
+                    for coll, fields in e[4]:
+                        m.track_shape(MShape(coll, fields, -1, INF, e[1], newest=e[1]))
+                        self.stats["shape"] += 1
+                elif e[0] == "page":
+                    _, cur, coll, fields, after, desc, limit, ids, last, url = e
+                    pages += 1
+                    sh = self.page_shape(log, cur, coll, fields, after, desc, limit, ids, last, url)
+                    if sh is not None:
+                        m.track_shape(sh)
+                        self.stats["shape"] += 1
                 elif e[0] == "forget":
                     advance_implied(m, log, m.cursors[-1])
                     m.forget()
@@ -3456,8 +3541,41 @@ class ConcurrentChecker(Checker):
                     polls += 1
                     self.check_answer(m, f"GET {url}", since, limit, co, ans, seen, implicit)
                     m.answered(ans["cursor"])
-        print(f"concurrent: {len(raw)} changes from {len(records)} acknowledged writes; {polls} polls by "
+        print(f"concurrent: {len(raw)} changes from {len(records)} acknowledged writes; {polls} polls and {pages} pages by "
               f"{len(self.reader_obs)} observers checked against the log", flush=True)
+        self.stats["poll"] = polls
+        self.stats["page"] = pages
+        print(f"figures: {self.ops_done} operations, {len(self.reader_obs)} observers, {polls} polls checked, "
+              f"{self.stats['delivered']} changes delivered, {pages} pages read, {self.stats['shape']} shapes tracked", flush=True)
+
+    def page_shape(self, log, cur, coll, fields, after, desc, limit, ids, last, url):
+        """The shape a page read in the run makes, its window from the
+        creation order the log gives; checks that the page's elements are in
+        that order past its cursor's element, and that a page with a Link is
+        full."""
+        def idx(i):
+            n = log.idx.get((coll, i))
+            if n is None:
+                self.report.fail("wrong-state", f"GET {url} showed {coll}/{i}, which no insert in the log made")
+            return n
+        ns = [idx(i) for i in ids]
+        if None in ns:
+            return None
+        a = idx(after) if after is not None else None
+        if after is not None and a is None:
+            return None
+        ok = all((y < x) if desc else (y > x) for x, y in zip(ns, ns[1:]))
+        if a is not None:
+            ok = ok and all((n < a) if desc else (n > a) for n in ns)
+        if not ok or len(ids) > limit or (last is not None and len(ids) != limit):
+            self.report.fail("wrong-state", f"GET {url} (after #{a}) showed elements made #{ns}: not the page in creation order")
+        if not desc:
+            lo = a + 1 if a is not None else -1
+            hi = ns[-1] if last is not None else INF
+        else:
+            hi = a - 1 if a is not None else INF
+            lo = ns[-1] if last is not None else -1
+        return MShape(coll, fields, lo, hi, cur, newest=cur)
 
     def replay_one(self, st, ch):
         path, op, old, new = ch.get("path"), ch.get("op"), ch.get("old"), ch.get("new")
