@@ -668,6 +668,7 @@ def main():
                 "page_with_observer": done[0]["page_with_observer"], "rounds": done}
     result["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
     result["failures"] = failures[:20]
+    result["write_failures"] = [f for f in failures if "write " in f][:20]
     result["failure_count"] = len(failures)
     print(json.dumps(result))
     summary(result)
@@ -700,7 +701,7 @@ def summary(result):
               f"readers, all woken each write); GET /truck with an observer: {c['whole_truck_with_observer']}, "
               f"a page: {c['page_with_observer']}", file=out)
     print(f"  failures: {result['failure_count']}", file=out)
-    for failure in result["failures"][:10]:
+    for failure in (result["failures"][:5] + result["write_failures"][:10]):
         print(f"    {failure}", file=out)
 
 
