@@ -43,6 +43,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -53,6 +54,14 @@ TOKEN = "browser-test-write-token"
 TAP_LIMIT = 1.0  # seconds from the click to the other page's animation
 GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
 CHOCOLATE = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0002"
+DONUTS = [GLAZED, CHOCOLATE, "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0003", "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0004"]
+PAGE_SIZE = 5  # orders on a page of the truck's list (ORDERS_SHOWN in web/app.js)
+
+# What the page fetched from the truck, with each answer's body size.
+TRUCK_READS = """
+return performance.getEntriesByType("resource")
+  .filter((e) => e.name.includes("/truck?") || e.name.includes("/truck/orders?")).map((e) => ({url: e.name, bytes: e.encodedBodySize}));
+"""
 
 # The parts of the page, each shot on its own: (section id, image name).
 PARTS = [("grid-card", "page-grid.png"), ("truck-card", "page-truck.png"), ("account-card", "page-account.png"),
@@ -185,7 +194,15 @@ return {
   status: status.dataset.state, statusText: status.textContent,
   feed: document.body.dataset.feed || null,
   orderCount: document.getElementById("order-count").dataset.value ?? null,
-  orders: all("#orders li").map((li) => li.textContent),
+  orders: all("#orders li .order-text").map((span) => span.textContent),
+  orderIds: all("#orders li").map((li) => li.dataset.orderId),
+  ordersGone: all('#orders li[data-gone="true"]').map((li) => li.dataset.orderId),
+  ordersPage: document.getElementById("orders").dataset.page ?? null,
+  ordersState: document.getElementById("orders-state").textContent,
+  ordersReading: document.getElementById("orders-state").dataset.reading === "true",
+  olderDisabled: document.getElementById("orders-older").disabled,
+  newerDisabled: document.getElementById("orders-newer").disabled,
+  newestText: document.getElementById("orders-newest").textContent,
   userName: document.getElementById("user-name").textContent,
   rows: all("#grid .row").map((row) => row.children.length),
   donuts: all("#donuts li").map((li) => li.textContent),
@@ -279,6 +296,146 @@ def check_ready(run, stream):
     run.check.record(f"both pages drew the grid (3, 2, 4), the menu and the count; page 1 by {expected}, page 2 by poll",
                      page1=t1, page2=t2)
     return one, two
+
+
+def newest_ids(run, count):
+    """The ids of the newest `count` orders, newest first, as the server lists them."""
+    return [order["id"] for order in run.get(f"/truck/orders?fields=id&order=desc&limit={count}")["orders"]]
+
+
+def page_through(run, page, button, what, predicate, timeout=5):
+    """Clicks one of a page's paging buttons and waits until the orders it
+    then shows satisfy `predicate`; the seconds it took."""
+    pressed = time.monotonic()
+    page.find_element(By.ID, button).click()
+    _, took = wait_until(what, lambda: matching(lambda s: not s["ordersReading"] and predicate(s), run.state(page)),
+                         timeout, since=pressed)
+    return took
+
+
+def check_few_orders(run):
+    """On a new database the truck has no orders: both pages say so and
+    cannot page; three orders show newest first, still on one page."""
+    for page in run.pages:
+        s = run.state(page)
+        if s["orderCount"] != "0" or s["orders"] or s["ordersState"] != "No orders yet." or not s["olderDisabled"] \
+                or not s["newerDisabled"]:
+            raise Failure(f"a page on a database without orders shows {s['orderCount']} orders {s['orders']}, "
+                          f"{s['ordersState']!r}, Older disabled {s['olderDisabled']}")
+    sent = time.monotonic()
+    for quantity in (1, 2, 3):
+        run.post("/truck/orders", {"donutId": GLAZED, "quantity": quantity})
+    t1, t2 = run.both("shows three orders, newest first, on one page", lambda s: s["orderCount"] == "3"
+                      and s["orders"] == ["3 × Glazed", "2 × Glazed", "1 × Glazed"] and s["olderDisabled"], since=sent)
+    run.check.record("no orders: both pages say so; three orders over HTTP shown newest first, no older page",
+                     page1=t1, page2=t2)
+
+
+def check_many_orders(run, many):
+    """The truck with thousands of orders: made over HTTP while both pages
+    watch, and read by a third page opened afterwards. The count and the
+    newest five show, newest first; Older and Newer page through them; a
+    new order and a removal show without a reload."""
+    first, second = run.first, run.second
+    before = int(run.state(first)["orderCount"])
+    sent = time.monotonic()
+
+    def order(index):
+        return request("POST", run.server.base + "/truck/orders",
+                       {"donutId": DONUTS[index % len(DONUTS)], "quantity": index % 9 + 1}, run.token)[0]
+
+    with ThreadPoolExecutor(8) as pool:
+        refused = [status for status in pool.map(order, range(many)) if status != 201]
+    if refused:
+        raise Failure(f"{len(refused)} of {many} orders were refused: {sorted(set(refused))}")
+    made = time.monotonic() - sent
+    total = before + many
+    newest = newest_ids(run, 3 * PAGE_SIZE)
+    c1, c2 = run.both(f"counts {total} orders and shows the newest five", lambda s: s["orderCount"] == str(total)
+                      and s["orderIds"] == newest[:PAGE_SIZE], timeout=30, since=sent)
+    run.check.record(f"{many} orders made over HTTP (8 at a time, {made:.1f} s): both pages count them and show the "
+                     "newest five", page1=c1 - made, page2=c2 - made)
+
+    # A page opened now reads the newest page of the truck, not every order.
+    opened = time.monotonic()
+    third = browser()
+    try:
+        third.get(run.server.base + "/#feed=poll")
+        shown, t3 = wait_until("page 3 shows the count and the newest five", lambda: matching(
+            lambda s: s["status"] == "live" and s["orderCount"] == str(total) and s["orderIds"] == newest[:PAGE_SIZE],
+            run.state(third)), 15, since=opened)
+        count_text = third.find_element(By.ID, "order-count").text
+        if count_text != f"{total:,}":
+            raise Failure(f"page 3 shows the count as {count_text!r}")
+        if shown["olderDisabled"] or not shown["newerDisabled"] or not shown["ordersState"].startswith("Newest 5"):
+            raise Failure(f"page 3 should be on the newest page with older ones to go to: {shown['ordersState']!r}")
+        for read in third.execute_script(TRUCK_READS):
+            if "limit=" not in read["url"] or read["bytes"] > 4096:
+                raise Failure(f"page 3 read more than a page of the truck: {read}")
+
+        # Older on the first two pages: past the five shown (the first page
+        # heard every order arrive, so its first Link is long stale) twice.
+        o1 = page_through(run, first, "orders-older", "page 1 shows orders 6–10",
+                          lambda s: s["orderIds"] == newest[PAGE_SIZE:2 * PAGE_SIZE])
+        o1 += page_through(run, first, "orders-older", "page 1 shows orders 11–15",
+                           lambda s: s["orderIds"] == newest[2 * PAGE_SIZE:] and not s["newerDisabled"])
+        o2 = page_through(run, second, "orders-older", "page 2 shows orders 6–10",
+                          lambda s: s["orderIds"] == newest[PAGE_SIZE:2 * PAGE_SIZE])
+        o2 += page_through(run, second, "orders-older", "page 2 shows orders 11–15",
+                           lambda s: s["orderIds"] == newest[2 * PAGE_SIZE:])
+        run.check.record("Older twice in pages 1 and 2 shows orders 11–15 from the newest", page1=o1, page2=o2)
+
+        # A new order from outside: the newest page shows it on top, the
+        # older pages keep their orders, and every count moves.
+        sent = time.monotonic()
+        fresh = run.post("/truck/orders", {"donutId": CHOCOLATE, "quantity": 4})["id"]
+        total += 1
+        n3 = wait_until("page 3 shows the new order on top", lambda: matching(
+            lambda s: s["orderCount"] == str(total) and s["orderIds"] == [fresh] + newest[:PAGE_SIZE - 1]
+            and s["orders"][0] == "4 × Chocolate Frosted", run.state(third)), 2, since=sent)[1]
+        n1, n2 = run.both("counts the new order and keeps its older page", lambda s: s["orderCount"] == str(total)
+                          and s["orderIds"] == newest[2 * PAGE_SIZE:] and s["newestText"] == "Newest (+1)", since=sent)
+        run.check.record("an order over HTTP: on top of page 3's newest five, counted in all three, the older "
+                         "pages unchanged", page3=n3, page1=n1, page2=n2)
+        p3 = page_through(run, third, "orders-older", "page 3 shows orders 6–10",
+                          lambda s: s["orderIds"] == ([fresh] + newest)[PAGE_SIZE:2 * PAGE_SIZE])
+
+        # A removal clicked on page 1's older page: shown gone in both
+        # pages that show it, and counted in all three.
+        gone = newest[2 * PAGE_SIZE + 1]
+        pressed = time.monotonic()
+        first.find_element(By.CSS_SELECTOR, f'#orders li[data-order-id="{gone}"] .remove-order').click()
+        total -= 1
+        r1, r2 = run.both("shows the removed order gone", lambda s: s["orderCount"] == str(total)
+                          and s["ordersGone"] == [gone] and s["orderIds"] == newest[2 * PAGE_SIZE:], since=pressed)
+        wait_until("page 3 counts the removal", lambda: run.state(third)["orderCount"] == str(total), 2, since=pressed)
+        run.shoot("truck-card", "page-truck-older.png")
+        run.check.record("an order removed in page 1's older page shown gone in pages 1 and 2 and counted in all",
+                         page1=r1, page2=r2)
+
+        # Back: Newer reads page 2 again (the removed order is not on it),
+        # Newest the newest page again, with the new order on top.
+        b1 = page_through(run, first, "orders-newer", "page 1 shows orders 6–10 again",
+                          lambda s: s["orderIds"] == newest[PAGE_SIZE:2 * PAGE_SIZE] and s["newestText"] == "Newest (+1)")
+        top = newest_ids(run, PAGE_SIZE)
+        b1 += page_through(run, first, "orders-newest", "page 1 shows the newest five again",
+                           lambda s: s["orderIds"] == top and s["olderDisabled"] is False and s["newerDisabled"])
+        b2 = page_through(run, second, "orders-newest", "page 2 shows the newest five again",
+                          lambda s: s["orderIds"] == top and s["newerDisabled"])
+        p3 += page_through(run, third, "orders-newer", "page 3 shows the newest five again",
+                           lambda s: s["orderIds"] == top and s["newerDisabled"])
+        # Live again on the newest page: an order removed from it goes.
+        sent = time.monotonic()
+        status, _ = request("DELETE", f"{run.server.base}/truck/orders/{fresh}", token=run.token)
+        if status != 204:
+            raise Failure(f"DELETE /truck/orders/{fresh} answered {status}")
+        total -= 1
+        d1, d2 = run.both("drops the removed order from the newest page", lambda s: s["orderCount"] == str(total)
+                          and s["orderIds"] == top[1:], since=sent)
+        run.check.record("Newer and Newest read the newer pages again; a removal drops from the newest page",
+                         back_page1=b1, back_page2=b2, page3=p3, removed_page1=d1, removed_page2=d2)
+    finally:
+        third.quit()
 
 
 def check_tap(run):
@@ -595,6 +752,8 @@ def main():
     parser.add_argument("--images", default=os.path.join(ROOT, "docs/images"),
                         help="where the screenshots of the page and its parts are copied after a pass ('' for nowhere)")
     parser.add_argument("--no-token", action="store_true", help="run the server without OBSERVABLE_TOKEN")
+    parser.add_argument("--orders", type=int, default=5000,
+                        help="orders made for the check of the truck's pages (0: skip it)")
     args = parser.parse_args()
 
     if not os.access(args.binary, os.X_OK):
@@ -620,6 +779,9 @@ def main():
         second.get(server.base + "/#feed=poll")
         run = Run(server, first, second, token, args.artifacts, check)
         one, two = check_ready(run, stream)
+        check_few_orders(run)
+        if args.orders:
+            check_many_orders(run, args.orders)
         check_tap(run)
         check_order_and_sign_in(run)
         check_random(run)

@@ -43,6 +43,7 @@ const page = {
     read: 0,          // numbers the reads of a page, so a late answer is dropped
     reading: false,   // a page is being read
     heard: 0,         // new orders heard while an older page is shown
+    changed: false,   // changed since last drawn
     log: [],          // recent changes of /truck/orders, replayed after a page's read
   },
   jobs: new Map(),    // job id -> its list item
@@ -218,6 +219,7 @@ function receive(answer) {
     const applied = change.op !== "repair" && typeof change.seq === "number" && change.seq <= page.cursor;
     if (!applied) apply(change);
   }
+  if (page.orders.changed) showOrders();
   page.cursor = answer.cursor;
   showObserver();
   // A repair brings back the properties the page read, but not reads of
@@ -337,7 +339,7 @@ function apply(change) {
     else if (what === "donuts" && !id && change.op === "repair" && Array.isArray(value)) drawDonuts(value);
     else if (what === "orders" && !id && (inserted || removed)) {
       logOrderChange(change);
-      applyOrderChange(change);
+      applyOrderChange(change, false);  // drawn once the answer is applied
     }
   } else if (model === "account" && rest[0] === "userName") {
     setUserName(value);
@@ -630,6 +632,7 @@ function applyOrderChange(change, show = true) {
   } else {
     return;
   }
+  page.orders.changed = true;
   if (show) showOrders();
 }
 
@@ -710,6 +713,7 @@ function setPaging() {
 /// The page of orders, newest first, with their donuts' names.
 function showOrders() {
   const view = page.orders;
+  view.changed = false;
   const list = $("orders");
   list.dataset.page = view.after === null ? "newest" : "older";
   list.replaceChildren(...view.shown.map(({ order, gone }) => {
