@@ -759,8 +759,11 @@ class MShape:
         self.fields = None if fields is None else frozenset(fields)
         self.lo, self.hi, self.frm, self.newer = lo, hi, frm, newer
         self.pos_from, self.pos_through = pos_from, pos_through
-        # the server keeps one read per (collection, fields, window, newest element then)
-        self.key = (coll, None if fields is None else tuple(sorted(set(fields))), lo, hi,
+        # the server keeps one read per (collection, fields, window in
+        # positions, newest element then): two windows that hold the same
+        # elements (from after a cursor, and from a Link's element) may be
+        # two reads, since positions are not consecutive
+        self.key = (coll, None if fields is None else tuple(sorted(set(fields))), lo, hi, pos_from, pos_through,
                     None if fields is None else (newest if newer else "max"))
 
     def listing(self):
