@@ -3672,7 +3672,9 @@ def planted_faults(args):
         # Waking every poll shows only in the long-polls that must stay
         # quiet (about one operation in 200): enough of them that an early
         # answer is certain, not likely.
-        a.ops = min(args.ops, 4000 if fault == "wake-every-poll" else 1200)
+        # The shape faults show within a few hundred operations (pages are
+        # read and their elements changed at every turn).
+        a.ops = min(args.ops, {"wake-every-poll": 4000, "ignore-shape-fields": 700, "narrow-page-window": 700}.get(fault, 1200))
         a.observers = min(args.observers, 30)
         a.restarts = max(1, min(args.restarts, 2))
         a.longpolls = 80 if fault == "wake-every-poll" else 30
