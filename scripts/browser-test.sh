@@ -4,7 +4,7 @@
 # chromium-driver and fonts-noto-color-emoji (the memory game's cards, in
 # the screenshots) and PyPI's selenium when they are missing. Arguments go
 # to the Python script (--binary PATH, --artifacts DIR, --images DIR,
-# --no-token); build the server first (swift build).
+# --no-token, --orders N); build the server first (swift build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
