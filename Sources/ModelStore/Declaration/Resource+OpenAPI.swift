@@ -55,6 +55,16 @@ extension Resource {
         Self.fieldsParameter(&yaml, level: 3, names: selectableFields,
                              description: "Only these fields are answered and tracked\(kind == .collection ? "; `id` is always answered" : "")."
                                  + " An unknown name is `400`.")
+        for collection in shownCollections {
+            for (parameter, schema, rule) in Self.pageParameters {
+                yaml.line(2, "\(schemaName)\(collection.name.capitalizedFirst)\(parameter.capitalizedFirst):")
+                yaml.line(3, "name: \(collection.name).\(parameter)")
+                yaml.line(3, "in: query")
+                yaml.line(3, "description: \(YAMLLines.quoted("`\(parameter)` of the page of `\(collection.name)` shown: \(rule)"))")
+                yaml.line(3, "schema:")
+                yaml.line(4, "$ref: \"#/components/schemas/\(schema)\"")
+            }
+        }
         if kind == .collection {
             yaml.line(2, "\(schemaName)IdPath:")
             yaml.line(3, "name: \(isTopLevel ? "id" : elementName + "Id")")
@@ -114,9 +124,31 @@ extension Resource {
     var selectionName: String { schemaName + "Selection" }
     private var article: String { "aeiou".contains(elementName.first ?? "x") ? "n" : "" }
 
+    /// The top-level collections a singleton shows (the truck's `donuts`
+    /// and `orders`), each of which it can show a page at a time.
+    private var shownCollections: [Resource] {
+        guard kind == .singleton else { return [] }
+        return members.compactMap { member in
+            if case .collection(let collection) = member, collection.isTopLevel { return collection }
+            return nil
+        }
+    }
+
+    /// A page's query parameters: name, schema, what it does.
+    static let pageParameters = [
+        ("limit", "PageLimit", "at most this many elements; without it, all that follow `after`."),
+        ("after", "PageAfter", "the elements after this one, in the page's order; take it from a `Link: rel=\"next\"`."),
+        ("order", "PageOrder", "`asc` oldest first (the default), `desc` newest first."),
+    ]
+
     private func tracking() -> String {
         switch kind {
-        case .singleton: return "Tracks each field returned, as `\(path)/{field}`; a collection's membership and every field of its elements."
+        case .singleton where !shownCollections.isEmpty:
+            let names = shownCollections.map { "`\($0.name)`" }.joined(separator: " and ")
+            return "Tracks each field returned, as `\(path)/{field}`, and each collection shown as one read of its shape"
+                + " (the collection, all its fields, the window of the page shown). \(names) can be shown a page at a time"
+                + " (`{collection}.limit`, `.after`, `.order`), with a `Link` to the next page."
+        case .singleton: return "Tracks each field returned, as `\(path)/{field}`."
         case .collection: return "Tracks `\(path)/{id}/{field}` for each field returned."
         }
     }
@@ -124,7 +156,7 @@ extension Resource {
     /// A `GET` that reads: its `fields` (this model's parameter, or only
     /// `only`), the observer and `If-None-Match`, and the read's answers.
     private func getOperation(_ yaml: inout YAMLLines, id: String, summary: String, description: String, only: String? = nil,
-                              answer: String, schema: (inout YAMLLines, Int) -> Void)
+                              pages: [String] = [], link: String? = nil, answer: String, schema: (inout YAMLLines, Int) -> Void)
     {
         yaml.line(2, "get:")
         header(&yaml, id: id, summary: summary, description: description)
@@ -135,14 +167,16 @@ extension Resource {
         } else {
             yaml.line(4, "- $ref: \"#/components/parameters/\(schemaName)Fields\"")
         }
-        for name in ["ObserverHeader", "ObserverQuery", "IfNoneMatch"] {
+        for name in pages + ["ObserverHeader", "ObserverQuery", "IfNoneMatch"] {
             yaml.line(4, "- $ref: \"#/components/parameters/\(name)\"")
         }
         yaml.line(3, "responses:")
         yaml.line(4, "\"200\":")
         yaml.line(5, "description: \(YAMLLines.quoted(answer))")
         yaml.line(5, "headers:")
-        for (header, component) in [("ETag", "ETag"), ("Observation-Cursor", "ObservationCursor"), ("Cache-Control", "CacheControlNoCache")] {
+        var headers = [("ETag", "ETag"), ("Observation-Cursor", "ObservationCursor"), ("Cache-Control", "CacheControlNoCache")]
+        if let link { headers.append(("Link", link)) }
+        for (header, component) in headers {
             yaml.line(6, "\(header):")
             yaml.line(7, "$ref: \"#/components/headers/\(component)\"")
         }
@@ -152,7 +186,10 @@ extension Resource {
     }
 
     private func readOperation(_ yaml: inout YAMLLines, id: String, summary: String, schema: String) {
-        getOperation(&yaml, id: id, summary: summary, description: tracking(),
+        let pages = shownCollections.flatMap { collection in
+            Self.pageParameters.map { schemaName + collection.name.capitalizedFirst + $0.0.capitalizedFirst }
+        }
+        getOperation(&yaml, id: id, summary: summary, description: tracking(), pages: pages, link: pages.isEmpty ? nil : "TitledLink",
                      answer: "The \(kind == .collection ? elementName : name), or its selected fields.") { yaml, level in
             yaml.line(level, "$ref: \"#/components/schemas/\(schema)\"")
         }
@@ -160,8 +197,11 @@ extension Resource {
 
     private func listOperation(_ yaml: inout YAMLLines) {
         getOperation(&yaml, id: "list\(name.capitalizedFirst)", summary: "List the \(name)",
-                     description: "Tracks `\(path)` and the selected fields of every \(elementName) returned.",
-                     answer: "The \(name), in creation order.") { yaml, level in
+                     description: "Tracks one read of its shape: `\(path)`, the fields selected and the window of the page"
+                         + " (all of it without `limit`, `after` or `order`). Hears the insert of \(article == "n" ? "an" : "a") \(elementName) that lands in the"
+                         + " window, the remove of one in it, and a set of a selected field of one in it (of any field of one made after the read).",
+                     pages: ["PageLimit", "PageAfter", "PageOrder"], link: "Link",
+                     answer: "The \(name), in creation order (newest first with `order=desc`), or one page of them.") { yaml, level in
             yaml.line(level, "type: object")
             yaml.line(level, "additionalProperties: false")
             yaml.line(level, "required: [\(name)]")
