@@ -398,18 +398,16 @@ public final class Store: Sendable {
             switch resource.kind {
             case .singleton:
                 guard let row = rows.first else { throw ModelError(.unavailable, "the \(resource.table) table has no row 1") }
-                state[singleton: resource] = Record(resource: resource, id: "", path: resource.path, position: 0, values: row.values)
+                state[singleton: resource] = Record(resource: resource, id: "", position: 0, values: row.values)
             case .collection:
                 var elements = PersistentOrderedDictionary<String, Record>()
                 for row in rows {
-                    elements[row.id] = Record(resource: resource, id: row.id, path: resource.path + "/" + row.id,
-                                              position: row.position, values: row.values)
+                    elements[row.id] = Record(resource: resource, id: row.id, position: row.position, values: row.values)
                 }
                 for (index, nested) in resource.nested.enumerated() {
                     for row in try storage.rows(of: catalog.layout(of: nested)) {
                         guard let parentId = row.parentId, let parent = elements[parentId] else { continue }
-                        let child = Record(resource: nested, id: row.id, path: parent.path + "/" + nested.path + "/" + row.id,
-                                           position: row.position, values: row.values)
+                        let child = Record(resource: nested, id: row.id, in: parent.path, position: row.position, values: row.values)
                         elements[parentId]!.children[index][row.id] = child
                     }
                 }
