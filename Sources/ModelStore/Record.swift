@@ -100,6 +100,7 @@ public struct Record: Sendable {
                 if let value = values[resource.fieldNamesInOrder[index]] { stored[index] = value }
             }
         }
+        stored = ValueInterner.shared.withLock { $0.values(stored) }
         return Record(resource: resource, id: id, in: parentPath, position: 0, values: stored)
     }
 
