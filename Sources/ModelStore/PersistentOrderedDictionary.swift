@@ -11,10 +11,11 @@ import HashTreeCollections
 /// persistent hash tries, so it costs the same with a hundred elements or a
 /// million:
 /// - the chunk index maps a chunk's number to the chunk;
-/// - the key index maps a key's hash to the slot of the newest element with
-///   that hash. Its entries are two integers, so copying a trie node copies
-///   plain memory (no reference counting, unlike string keys). Elements whose
-///   keys share a hash are chained through their slots.
+/// - the key index maps 32 bits of a key's hash to the slot of the newest
+///   element with that hash (`SlotIndex`). Its entries are one word each,
+///   so copying a leaf copies plain memory (no reference counting, unlike
+///   string keys). Elements whose keys share those bits are chained through
+///   their slots.
 public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     static var chunkSize: Int { 16 }
 
@@ -44,7 +45,7 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
     }
 
     /// Key hash → slot of the newest element with that hash.
-    private var index = TreeDictionary<Int, Int>()
+    private var index = SlotIndex()
     /// Chunk number → chunk. Not an array: a write to a shared array copies
     /// it whole, and that grew with the collection.
     private var chunks = TreeDictionary<Int, Chunk>()
@@ -62,8 +63,8 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
 
     /// The slot holding `key`, if any, and the newest slot with its hash
     /// (-1 for none), where a new element with that hash is chained.
-    private func find(_ key: Key, hash: Int) -> (slot: Int?, newest: Int) {
-        let newest = index[hash] ?? -1
+    private func find(_ key: Key, hash: UInt32) -> (slot: Int?, newest: Int) {
+        let newest = index.slot(for: hash) ?? -1
         var candidate = newest
         while candidate >= 0, let entry = entry(at: candidate) {
             if entry.key == key { return (candidate, newest) }
@@ -74,15 +75,15 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
 
     /// Whether `key` has a value, without copying the value out.
     public func contains(_ key: Key) -> Bool {
-        find(key, hash: key.hashValue).slot != nil
+        find(key, hash: Self.hash(key)).slot != nil
     }
 
     public subscript(key: Key) -> Value? {
         get {
-            find(key, hash: key.hashValue).slot.flatMap { entry(at: $0)?.value }
+            find(key, hash: Self.hash(key)).slot.flatMap { entry(at: $0)?.value }
         }
         set {
-            let hash = key.hashValue
+            let hash = Self.hash(key)
             let found = find(key, hash: hash)
             if let newValue {
                 if let slot = found.slot {
@@ -96,7 +97,11 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
         }
     }
 
-    private mutating func insert(_ key: Key, _ value: Value, hash: Int, after newest: Int) {
+    private static func hash(_ key: Key) -> UInt32 {
+        UInt32(truncatingIfNeeded: key.hashValue)
+    }
+
+    private mutating func insert(_ key: Key, _ value: Value, hash: UInt32, after newest: Int) {
         let slot = nextSlot
         nextSlot += 1
         if slot / Self.chunkSize == chunkCount {
@@ -106,22 +111,23 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
         let chunk = uniqueChunk(slot / Self.chunkSize)
         chunk.slots[slot % Self.chunkSize] = Entry(key: key, value: value, sameHash: newest)
         chunk.live += 1
-        index[hash] = slot
+        index.set(hash, slot)
         count += 1
     }
 
-    private mutating func remove(_ slot: Int, hash: Int) {
+    private mutating func remove(_ slot: Int, hash: UInt32) {
         let chunk = uniqueChunk(slot / Self.chunkSize)
         let next = chunk.slots[slot % Self.chunkSize]!.sameHash
         chunk.slots[slot % Self.chunkSize] = nil
         chunk.live -= 1
         count -= 1
-        if index[hash] == slot {
-            index[hash] = next >= 0 ? next : nil
+        let newest = index.slot(for: hash) ?? -1
+        if newest == slot {
+            index.set(hash, next >= 0 ? next : nil)
             return
         }
         // Unlink it from the chain of elements with the same hash.
-        var previous = index[hash] ?? -1
+        var previous = newest
         while previous >= 0, let entry = entry(at: previous) {
             if entry.sameHash == slot {
                 uniqueChunk(previous / Self.chunkSize).slots[previous % Self.chunkSize]!.sameHash = next
