@@ -115,6 +115,75 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
         count += 1
     }
 
+    // MARK: Loading many elements at once
+
+    /// Adds `value` under `key` at the end without updating the key index,
+    /// for loading many elements: lookups are wrong until `makeIndex()`,
+    /// which must follow before any other use.
+    mutating func appendUnindexed(_ key: Key, _ value: Value) {
+        let slot = nextSlot
+        nextSlot += 1
+        if slot / Self.chunkSize == chunkCount {
+            chunks[chunkCount] = Chunk()
+            chunkCount += 1
+        }
+        let chunk = uniqueChunk(slot / Self.chunkSize)
+        chunk.slots[slot % Self.chunkSize] = Entry(key: key, value: value, sameHash: -1)
+        chunk.live += 1
+        count += 1
+    }
+
+    /// Makes the key index of every element in one pass, sorted by hash,
+    /// instead of one walk down the index per element. A key added twice
+    /// keeps its first place and its last value, as the subscript would.
+    mutating func makeIndex() {
+        var pairs: [UInt64] = []
+        pairs.reserveCapacity(count)
+        for number in 0..<chunkCount {
+            guard let chunk = chunks[number] else { continue }
+            for (offset, entry) in chunk.slots.enumerated() {
+                guard let entry else { continue }
+                pairs.append(UInt64(Self.hash(entry.key)) << 32 | UInt64(number * Self.chunkSize + offset))
+            }
+        }
+        pairs.sort()
+        // Elements whose hashes are equal are chained, newest first: the
+        // newest goes to the index.
+        var newest: [UInt64] = []
+        newest.reserveCapacity(pairs.count)
+        var start = 0
+        while start < pairs.count {
+            var end = start + 1
+            while end < pairs.count, pairs[end] >> 32 == pairs[start] >> 32 { end += 1 }
+            if end - start > 1 {
+                for index in start + 1..<end {
+                    let slot = Int(truncatingIfNeeded: pairs[index] & 0xffff_ffff)
+                    let older = Int(truncatingIfNeeded: pairs[index - 1] & 0xffff_ffff)
+                    let key = entry(at: slot)?.key
+                    if (start..<index).contains(where: { entry(at: Int(truncatingIfNeeded: pairs[$0] & 0xffff_ffff))?.key == key }) {
+                        return reinsertAll()
+                    }
+                    uniqueChunk(slot / Self.chunkSize).slots[slot % Self.chunkSize]!.sameHash = older
+                }
+            }
+            newest.append(pairs[end - 1])
+            start = end
+        }
+        index = SlotIndex(sorted: newest)
+    }
+
+    /// The elements inserted again one at a time: a key given twice.
+    private mutating func reinsertAll() {
+        var entries: [(Key, Value)] = []
+        entries.reserveCapacity(count)
+        for number in 0..<chunkCount {
+            guard let chunk = chunks[number] else { continue }
+            for case let entry? in chunk.slots { entries.append((entry.key, entry.value)) }
+        }
+        self = Self()
+        for (key, value) in entries { self[key] = value }
+    }
+
     private mutating func remove(_ slot: Int, hash: UInt32) {
         let chunk = uniqueChunk(slot / Self.chunkSize)
         let next = chunk.slots[slot % Self.chunkSize]!.sameHash

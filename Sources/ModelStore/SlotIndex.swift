@@ -29,6 +29,27 @@ struct SlotIndex: Sendable {
 
     init() {}
 
+    /// The index of `entries` (`hash << 32 | slot`), sorted with no hash
+    /// twice, made leaf by leaf.
+    init(sorted entries: [UInt64]) {
+        root = entries.isEmpty ? nil : Self.node(entries[...], shift: 32)
+    }
+
+    private static func node(_ entries: ArraySlice<UInt64>, shift: Int) -> Node {
+        guard entries.count > leafCapacity, shift >= bitsPerLevel else { return Node(entries: Array(entries)) }
+        let next = shift - bitsPerLevel
+        var children: [Node] = []
+        children.reserveCapacity(fanout)
+        var start = entries.startIndex
+        for part in 0..<fanout {
+            var end = start
+            while end < entries.endIndex, Int(truncatingIfNeeded: entries[end] >> UInt64(32 + next)) & (fanout - 1) == part { end += 1 }
+            children.append(node(entries[start..<end], shift: next))
+            start = end
+        }
+        return Node(children: children)
+    }
+
     /// The slot kept for `hash`.
     func slot(for hash: UInt32) -> Int? {
         guard var node = root else { return nil }

@@ -407,10 +407,13 @@ public final class Store: Sendable {
                     state[singleton: resource] = loaded
                 case .collection:
                     var elements = PersistentOrderedDictionary<String, Record>()
+                    // Indexed once all are in: one sorted pass instead of a
+                    // walk down the key index per row.
                     try storage.forEachRow(of: catalog.layout(of: resource), interning: interner) { row in
-                        elements[row.id] = Record(resource: resource, id: row.id, position: row.position,
-                                                  values: interner.values(row.values))
+                        elements.appendUnindexed(row.id, Record(resource: resource, id: row.id, position: row.position,
+                                                                values: interner.values(row.values)))
                     }
+                    elements.makeIndex()
                     for (index, nested) in resource.nested.enumerated() {
                         try storage.forEachRow(of: catalog.layout(of: nested), interning: interner) { row in
                             guard let parentId = row.parentId, let parent = elements[parentId] else { return }
