@@ -29,33 +29,40 @@ public struct Record: Sendable {
 
     /// `/truck/donuts/{id}`, `/games/{id}/cards/{cardId}`, or a singleton's path.
     public var path: String {
-        if resource.kind == .singleton || !resource.isTopLevel { return name.isEmpty ? resource.path : name }
-        return Self.joined(resource.path, name)
+        if resource.kind == .singleton { return resource.path }
+        return resource.isTopLevel ? Self.joined(resource.path, name) : name
     }
 
     /// The key of each field, in field order (`Record.noKey` for a hidden
     /// field: it is never read), then of each computed property; each made
     /// when asked.
-    var keys: Keys { Keys(path: path, names: resource.keyNames) }
+    var keys: Keys { Keys(resource: resource, name: name) }
 
     struct Keys: RandomAccessCollection {
-        let path: String
-        let names: [String?]
+        let resource: Resource
+        /// The record's `name`.
+        let name: String
         var startIndex: Int { 0 }
-        var endIndex: Int { names.count }
+        var endIndex: Int { resource.keyNames.count }
         subscript(index: Int) -> PropertyKey {
-            guard let name = names[index] else { return Record.noKey }
-            return PropertyKey(Record.joined(path, name))
+            guard let key = resource.keyNames[index] else { return Record.noKey }
+            // The path and the key's name in one allocation.
+            if resource.kind == .singleton { return PropertyKey(Record.joined(resource.path, key)) }
+            return PropertyKey(resource.isTopLevel ? Record.joined(resource.path, name, key) : Record.joined(name, key))
         }
     }
 
-    /// `base + "/" + last`, made in one allocation.
-    static func joined(_ base: String, _ last: String) -> String {
+    /// `base + "/" + last` (and `"/" + then`), made in one allocation.
+    static func joined(_ base: String, _ last: String, _ then: String? = nil) -> String {
         var path = String()
-        path.reserveCapacity(base.utf8.count + 1 + last.utf8.count)
+        path.reserveCapacity(base.utf8.count + 1 + last.utf8.count + (then.map { $0.utf8.count + 1 } ?? 0))
         path.append(base)
         path.append("/")
         path.append(last)
+        if let then {
+            path.append("/")
+            path.append(then)
+        }
         return path
     }
 
