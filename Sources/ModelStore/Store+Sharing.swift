@@ -371,6 +371,10 @@ extension ModelState {
         if let body = entry.body, case .array(let parsed)? = try? JSONParser.parse(body) {
             values = zip(parsed, resource.fields).map { Self.typed($0, $1.kind) }
         }
+        if entry.kind == .insert {
+            // Shared with equal values, as a record loaded or created here is.
+            values = ValueInterner.shared.withLock { $0.values(values) }
+        }
         switch (entry.kind, table.parent) {
         case (.insert, nil):
             self[resource][entry.id] = Record(resource: resource, id: entry.id, position: entry.first, values: values)
