@@ -54,16 +54,28 @@ public struct Record: Sendable {
 
     /// `base + "/" + last` (and `"/" + then`), made in one allocation.
     static func joined(_ base: String, _ last: String, _ then: String? = nil) -> String {
-        var path = String()
-        path.reserveCapacity(base.utf8.count + 1 + last.utf8.count + (then.map { $0.utf8.count + 1 } ?? 0))
-        path.append(base)
-        path.append("/")
-        path.append(last)
-        if let then {
-            path.append("/")
-            path.append(then)
+        var base = base, last = last, then = then ?? ""
+        let count = base.utf8.count + 1 + last.utf8.count + (then.isEmpty ? 0 : then.utf8.count + 1)
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            var at = 0
+            func put(_ text: inout String) {
+                text.withUTF8 { bytes in
+                    guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+                    UnsafeMutableRawPointer(buffer.baseAddress! + at).copyMemory(from: source, byteCount: bytes.count)
+                    at += bytes.count
+                }
+            }
+            put(&base)
+            buffer[at] = UInt8(ascii: "/")
+            at += 1
+            put(&last)
+            if !then.isEmpty {
+                buffer[at] = UInt8(ascii: "/")
+                at += 1
+                put(&then)
+            }
+            return at
         }
-        return path
     }
 
     /// An element of `resource` with `id`: nested in the element at
