@@ -208,11 +208,13 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
 
     private mutating func uniqueChunk(_ number: Int) -> Chunk {
         // The trie's `_modify` moves the value out while it is checked, so a
-        // chunk only this copy holds is not copied again.
-        if !isKnownUniquelyReferenced(&chunks[number]) {
-            chunks[number] = Chunk(copying: chunks[number]!)
+        // chunk only this copy holds is not copied again; one walk down the
+        // trie checks it, copies it if shared and hands it back.
+        func unique(_ chunk: inout Chunk?) -> Chunk {
+            if !isKnownUniquelyReferenced(&chunk) { chunk = Chunk(copying: chunk!) }
+            return chunk!
         }
-        return chunks[number]!
+        return unique(&chunks[number])
     }
 
     /// The chunks in insertion order.
