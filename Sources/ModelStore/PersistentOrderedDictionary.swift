@@ -11,10 +11,11 @@ import HashTreeCollections
 /// persistent hash tries, so it costs the same with a hundred elements or a
 /// million:
 /// - the chunk index maps a chunk's number to the chunk;
-/// - the key index maps a key's hash to the slot of the newest element with
-///   that hash. Its entries are two integers, so copying a trie node copies
-///   plain memory (no reference counting, unlike string keys). Elements whose
-///   keys share a hash are chained through their slots.
+/// - the key index maps 32 bits of a key's hash to the slot of the newest
+///   element with that hash (`SlotIndex`). Its entries are one word each,
+///   so copying a leaf copies plain memory (no reference counting, unlike
+///   string keys). Elements whose keys share those bits are chained through
+///   their slots.
 public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     static var chunkSize: Int { 16 }
 
@@ -44,7 +45,7 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
     }
 
     /// Key hash → slot of the newest element with that hash.
-    private var index = TreeDictionary<Int, Int>()
+    private var index = SlotIndex()
     /// Chunk number → chunk. Not an array: a write to a shared array copies
     /// it whole, and that grew with the collection.
     private var chunks = TreeDictionary<Int, Chunk>()
@@ -62,8 +63,8 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
 
     /// The slot holding `key`, if any, and the newest slot with its hash
     /// (-1 for none), where a new element with that hash is chained.
-    private func find(_ key: Key, hash: Int) -> (slot: Int?, newest: Int) {
-        let newest = index[hash] ?? -1
+    private func find(_ key: Key, hash: UInt32) -> (slot: Int?, newest: Int) {
+        let newest = index.slot(for: hash) ?? -1
         var candidate = newest
         while candidate >= 0, let entry = entry(at: candidate) {
             if entry.key == key { return (candidate, newest) }
@@ -74,15 +75,15 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
 
     /// Whether `key` has a value, without copying the value out.
     public func contains(_ key: Key) -> Bool {
-        find(key, hash: key.hashValue).slot != nil
+        find(key, hash: Self.hash(key)).slot != nil
     }
 
     public subscript(key: Key) -> Value? {
         get {
-            find(key, hash: key.hashValue).slot.flatMap { entry(at: $0)?.value }
+            find(key, hash: Self.hash(key)).slot.flatMap { entry(at: $0)?.value }
         }
         set {
-            let hash = key.hashValue
+            let hash = Self.hash(key)
             let found = find(key, hash: hash)
             if let newValue {
                 if let slot = found.slot {
@@ -96,7 +97,11 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
         }
     }
 
-    private mutating func insert(_ key: Key, _ value: Value, hash: Int, after newest: Int) {
+    private static func hash(_ key: Key) -> UInt32 {
+        UInt32(truncatingIfNeeded: key.hashValue)
+    }
+
+    private mutating func insert(_ key: Key, _ value: Value, hash: UInt32, after newest: Int) {
         let slot = nextSlot
         nextSlot += 1
         if slot / Self.chunkSize == chunkCount {
@@ -106,22 +111,92 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
         let chunk = uniqueChunk(slot / Self.chunkSize)
         chunk.slots[slot % Self.chunkSize] = Entry(key: key, value: value, sameHash: newest)
         chunk.live += 1
-        index[hash] = slot
+        index.set(hash, slot)
         count += 1
     }
 
-    private mutating func remove(_ slot: Int, hash: Int) {
+    // MARK: Loading many elements at once
+
+    /// Adds `value` under `key` at the end without updating the key index,
+    /// for loading many elements: lookups are wrong until `makeIndex()`,
+    /// which must follow before any other use.
+    mutating func appendUnindexed(_ key: Key, _ value: Value) {
+        let slot = nextSlot
+        nextSlot += 1
+        if slot / Self.chunkSize == chunkCount {
+            chunks[chunkCount] = Chunk()
+            chunkCount += 1
+        }
+        let chunk = uniqueChunk(slot / Self.chunkSize)
+        chunk.slots[slot % Self.chunkSize] = Entry(key: key, value: value, sameHash: -1)
+        chunk.live += 1
+        count += 1
+    }
+
+    /// Makes the key index of every element in one pass, sorted by hash,
+    /// instead of one walk down the index per element. A key added twice
+    /// keeps its first place and its last value, as the subscript would.
+    mutating func makeIndex() {
+        var pairs: [UInt64] = []
+        pairs.reserveCapacity(count)
+        for number in 0..<chunkCount {
+            guard let chunk = chunks[number] else { continue }
+            for (offset, entry) in chunk.slots.enumerated() {
+                guard let entry else { continue }
+                pairs.append(UInt64(Self.hash(entry.key)) << 32 | UInt64(number * Self.chunkSize + offset))
+            }
+        }
+        pairs.sort()
+        // Elements whose hashes are equal are chained, newest first: the
+        // newest goes to the index.
+        var newest: [UInt64] = []
+        newest.reserveCapacity(pairs.count)
+        var start = 0
+        while start < pairs.count {
+            var end = start + 1
+            while end < pairs.count, pairs[end] >> 32 == pairs[start] >> 32 { end += 1 }
+            if end - start > 1 {
+                for index in start + 1..<end {
+                    let slot = Int(truncatingIfNeeded: pairs[index] & 0xffff_ffff)
+                    let older = Int(truncatingIfNeeded: pairs[index - 1] & 0xffff_ffff)
+                    let key = entry(at: slot)?.key
+                    if (start..<index).contains(where: { entry(at: Int(truncatingIfNeeded: pairs[$0] & 0xffff_ffff))?.key == key }) {
+                        return reinsertAll()
+                    }
+                    uniqueChunk(slot / Self.chunkSize).slots[slot % Self.chunkSize]!.sameHash = older
+                }
+            }
+            newest.append(pairs[end - 1])
+            start = end
+        }
+        index = SlotIndex(sorted: newest)
+    }
+
+    /// The elements inserted again one at a time: a key given twice.
+    private mutating func reinsertAll() {
+        var entries: [(Key, Value)] = []
+        entries.reserveCapacity(count)
+        for number in 0..<chunkCount {
+            guard let chunk = chunks[number] else { continue }
+            for case let entry? in chunk.slots { entries.append((entry.key, entry.value)) }
+        }
+        self = Self()
+        for (key, value) in entries { self[key] = value }
+    }
+
+    private mutating func remove(_ slot: Int, hash: UInt32) {
         let chunk = uniqueChunk(slot / Self.chunkSize)
         let next = chunk.slots[slot % Self.chunkSize]!.sameHash
         chunk.slots[slot % Self.chunkSize] = nil
         chunk.live -= 1
         count -= 1
-        if index[hash] == slot {
-            index[hash] = next >= 0 ? next : nil
+        let newest = index.slot(for: hash) ?? -1
+        if newest == slot {
+            index.set(hash, next >= 0 ? next : nil)
             return
         }
         // Unlink it from the chain of elements with the same hash.
-        var previous = index[hash] ?? -1
+        var previous = newest
         while previous >= 0, let entry = entry(at: previous) {
             if entry.sameHash == slot {
                 uniqueChunk(previous / Self.chunkSize).slots[previous % Self.chunkSize]!.sameHash = next
@@ -133,11 +208,13 @@ public struct PersistentOrderedDictionary<Key: Hashable & Sendable, Value: Senda
 
     private mutating func uniqueChunk(_ number: Int) -> Chunk {
         // The trie's `_modify` moves the value out while it is checked, so a
-        // chunk only this copy holds is not copied again.
-        if !isKnownUniquelyReferenced(&chunks[number]) {
-            chunks[number] = Chunk(copying: chunks[number]!)
+        // chunk only this copy holds is not copied again; one walk down the
+        // trie checks it, copies it if shared and hands it back.
+        func unique(_ chunk: inout Chunk?) -> Chunk {
+            if !isKnownUniquelyReferenced(&chunk) { chunk = Chunk(copying: chunk!) }
+            return chunk!
         }
-        return chunks[number]!
+        return unique(&chunks[number])
     }
 
     /// The chunks in insertion order.

@@ -371,14 +371,17 @@ extension ModelState {
         if let body = entry.body, case .array(let parsed)? = try? JSONParser.parse(body) {
             values = zip(parsed, resource.fields).map { Self.typed($0, $1.kind) }
         }
+        if entry.kind == .insert {
+            // Shared with equal values, as a record loaded or created here is.
+            values = ValueInterner.shared.withLock { $0.values(values) }
+        }
         switch (entry.kind, table.parent) {
         case (.insert, nil):
-            self[resource][entry.id] = Record(resource: resource, id: entry.id, path: resource.path + "/" + entry.id,
-                                              position: entry.first, values: values)
+            self[resource][entry.id] = Record(resource: resource, id: entry.id, position: entry.first, values: values)
         case (.insert, let parent?):
             guard let parentId = entry.parent, let path = self[parent][parentId]?.path else { return }
             self[parent][parentId]!.children[table.index][entry.id] =
-                Record(resource: resource, id: entry.id, path: path + "/" + resource.path + "/" + entry.id, position: entry.first, values: values)
+                Record(resource: resource, id: entry.id, in: path, position: entry.first, values: values)
         case (.update, nil) where resource.kind == .singleton:
             self[singleton: resource].values = values
         case (.update, nil):

@@ -79,32 +79,80 @@ public final class Statement {
         }
     }
 
-    private func currentRow() -> Row {
-        let count = sqlite3_column_count(handle)
-        var values: [SQLValue] = []
-        values.reserveCapacity(Int(count))
-        for i in 0..<count {
-            switch sqlite3_column_type(handle, i) {
-            case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(handle, i)))
-            case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(handle, i)))
-            case SQLITE_NULL: values.append(.null)
-            case SQLITE_BLOB:
-                let count = Int(sqlite3_column_bytes(handle, i))
-                if let bytes = sqlite3_column_blob(handle, i), count > 0 {
-                    values.append(.blob(Array(UnsafeRawBufferPointer(start: bytes, count: count))))
-                } else {
-                    values.append(.blob([]))
-                }
-            default:
-                if let text = sqlite3_column_text(handle, i) {
-                    let count = Int(sqlite3_column_bytes(handle, i))
-                    values.append(.text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)))
-                } else {
-                    values.append(.null)
-                }
-            }
+    /// Runs a query and hands `body` each row in turn, read in place: the
+    /// rows are never all held at once (loading a million of them did).
+    public func forEachRow(_ values: [SQLValue] = [], _ body: (CurrentRow) throws -> Void) throws {
+        try bind(values)
+        defer { sqlite3_reset(handle) }
+        let row = CurrentRow(handle: handle)
+        while true {
+            let rc = sqlite3_step(handle)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw database.error(rc, sql: sql) }
+            try body(row)
         }
+    }
+
+    private func currentRow() -> Row {
+        let row = CurrentRow(handle: handle)
+        let count = Int(sqlite3_column_count(handle))
+        var values: [SQLValue] = []
+        values.reserveCapacity(count)
+        for i in 0..<count { values.append(row[i]) }
         return Row(values: values)
+    }
+}
+
+/// The row a statement stands on, read in place while `forEachRow` hands it
+/// over; it must not be kept.
+public struct CurrentRow {
+    let handle: OpaquePointer
+
+    /// The value in `column`.
+    public subscript(column: Int) -> SQLValue {
+        let i = Int32(column)
+        switch sqlite3_column_type(handle, i) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, i))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, i))
+        case SQLITE_NULL: return .null
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, i))
+            if let bytes = sqlite3_column_blob(handle, i), count > 0 {
+                return .blob(Array(UnsafeRawBufferPointer(start: bytes, count: count)))
+            }
+            return .blob([])
+        default:
+            if let text = sqlite3_column_text(handle, i) {
+                let count = Int(sqlite3_column_bytes(handle, i))
+                return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+            }
+            return .null
+        }
+    }
+
+    /// Whether `column` holds text.
+    public func isText(_ column: Int) -> Bool {
+        sqlite3_column_type(handle, Int32(column)) == SQLITE_TEXT
+    }
+
+    /// The UTF-8 bytes of the text in `column`, handed to `body` without a
+    /// copy; nil when it holds no text.
+    public func withText<Result>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result? {
+        let i = Int32(column)
+        guard sqlite3_column_type(handle, i) == SQLITE_TEXT, let text = sqlite3_column_text(handle, i) else { return nil }
+        return try body(UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, i))))
+    }
+
+    /// The text in `column`, as `SQLValue.string` reads it: nil unless it holds text.
+    public func string(_ column: Int) -> String? {
+        withText(column) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The integer in `column`, as `SQLValue.int64` reads it: nil unless it holds an integer.
+    public func int64(_ column: Int) -> Int64? {
+        let i = Int32(column)
+        guard sqlite3_column_type(handle, i) == SQLITE_INTEGER else { return nil }
+        return sqlite3_column_int64(handle, i)
     }
 }
 

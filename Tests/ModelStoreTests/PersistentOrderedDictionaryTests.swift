@@ -57,3 +57,40 @@ struct CollidingKey: Hashable, Sendable {
         randomEdits(keys: 200, steps: 20_000) { CollidingKey(number: $0) }
     }
 }
+
+@Suite struct PersistentOrderedDictionaryLoadingTests {
+    /// Elements appended unindexed, then indexed at once, answer as if each
+    /// had been set by the subscript, and take further edits alike.
+    func loaded<Key: Hashable & Sendable>(_ keys: [Key], more: [Key]) {
+        var loaded = PersistentOrderedDictionary<Key, Int>()
+        var expected = PersistentOrderedDictionary<Key, Int>()
+        for (value, key) in keys.enumerated() {
+            loaded.appendUnindexed(key, value)
+            expected[key] = value
+        }
+        loaded.makeIndex()
+        #expect(loaded == expected)
+        #expect(loaded.count == expected.count)
+        for key in keys { #expect(loaded[key] == expected[key]) }
+        for (value, key) in more.enumerated() {
+            loaded[key] = value
+            expected[key] = value
+            if value % 3 == 0 { loaded[keys[value % keys.count]] = nil; expected[keys[value % keys.count]] = nil }
+        }
+        #expect(loaded == expected)
+        for key in keys + more { #expect(loaded[key] == expected[key]) }
+    }
+
+    @Test func indexedAtOnceAnswersAsIndexedOneByOne() {
+        loaded((0..<5000).map { "k\($0)" }, more: (4000..<6000).map { "k\($0)" })
+    }
+
+    @Test func keysThatShareAHashAreChainedWhenIndexedAtOnce() {
+        loaded((0..<300).map { CollidingKey(number: $0) }, more: (250..<400).map { CollidingKey(number: $0) })
+    }
+
+    @Test func aKeyAppendedTwiceKeepsItsFirstPlaceAndLastValue() {
+        loaded((0..<500).map { "k\($0 % 400)" }, more: [])
+        loaded((0..<40).map { CollidingKey(number: $0 % 30) }, more: [])
+    }
+}

@@ -95,6 +95,7 @@ public final class Resource: Sendable {
         self.name = name
         self.elementName = elementName
         self.path = path
+        isTopLevel = path.hasPrefix("/")
         self.table = table
         self.operations = operations
         self.positioned = positioned
@@ -176,7 +177,7 @@ public final class Resource: Sendable {
 
     /// Whether its elements live in the state (`/truck/donuts`), rather
     /// than inside the elements of another collection (a game's `cards`).
-    public var isTopLevel: Bool { path.hasPrefix("/") }
+    public let isTopLevel: Bool
 
     /// The stored field called `name`.
     public func field(_ name: String) -> Field? {

@@ -160,6 +160,13 @@ struct TableStatements {
 }
 
 extension ModelStorage {
+    /// The rows of `rows(of:)`, handed to `body` one at a time; SQLite's
+    /// read one at a time, their text shared through `interner`.
+    func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
+        if let storage = self as? SQLiteStorage { return try storage.streamRows(of: table, interning: interner, body) }
+        for row in try rows(of: table) { try body(row) }
+    }
+
     /// Records reads kept in the read journal (SQLite's own; any other
     /// storage gets them as `addReads`).
     func addReads(_ reads: [JournaledRead]) throws {

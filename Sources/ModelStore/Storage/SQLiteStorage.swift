@@ -60,6 +60,34 @@ final class SQLiteStorage: ModelStorage {
         }
     }
 
+    /// The rows of `rows(of:)`, each handed to `body` as it is read, text
+    /// straight from its bytes and shared through `interner`.
+    func streamRows(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
+        guard case .collection(let parentColumn, let positioned) = table.shape else {
+            for row in try rows(of: table) { try body(row) }
+            return
+        }
+        let offset = TableStatements.valueOffset(table)
+        let kinds = table.columns.map(\.kind)
+        var index: Int64 = 0
+        try database.statement(sql(table).select).forEachRow { row in
+            var values: [JSONValue] = []
+            values.reserveCapacity(kinds.count)
+            for (column, kind) in zip(offset..., kinds) {
+                // Text straight from its bytes, shared when seen lately;
+                // anything else as `rows(of:)` reads it.
+                if kind == .text, let text = row.withText(column, { interner.string($0) }) {
+                    values.append(.string(text))
+                } else {
+                    values.append(Self.value(row[column], kind))
+                }
+            }
+            try body(StoredRow(id: row.string(0) ?? "", parentId: parentColumn == nil ? nil : row.string(1),
+                               position: positioned ? row.int64(offset - 1) ?? 0 : index, values: values))
+            index += 1
+        }
+    }
+
     func lastSeq() throws -> Int64 {
         try database.rows("SELECT COALESCE(MAX(seq), 0) FROM changes").first?[0].int64 ?? 0
     }
