@@ -326,11 +326,7 @@ public struct ObservationRegistry: Sendable {
             for key in keys { added.append((key, seq)) }
         } else {
             var seen = Set<PropertyKey>(minimumCapacity: keys.count)
-            let shapes = s.observers.inPlace(at: position) { $0.shapes }
             for key in keys where reads[key] == nil && seen.insert(key).inserted {
-                // A window inside one read before adds nothing (the first
-                // page newest-first read again after new orders came).
-                if key.isShape, !shapes.isEmpty, let shape = Shape(key: key), shapes.contains(where: { $0.seq <= seq && $0.shape.contains(shape) }) { continue }
                 added.append((key, seq))
             }
         }

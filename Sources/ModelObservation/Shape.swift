@@ -38,16 +38,6 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
         return position > newest || fields.contains(field)
     }
 
-    /// Whether a reader of it hears everything a reader of `other`, read
-    /// later, would: the same collection, a window around `other`'s, the
-    /// fields `other` shows, and every field from an element no newer.
-    public func contains(_ other: Shape) -> Bool {
-        guard collection == other.collection, from <= other.from, through >= other.through else { return false }
-        guard let fields else { return true }
-        guard let others = other.fields, newest <= other.newest else { return false }
-        return others.allSatisfy(fields.contains)
-    }
-
     /// Whether it covers every element there is and will be.
     public var isWhole: Bool { from == .min && through == .max }
 

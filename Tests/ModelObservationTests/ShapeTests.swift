@@ -97,11 +97,13 @@ import Testing
         #expect(changes.map(\.seq) == [2])
     }
 
-    @Test func aWindowInsideOneReadBeforeAddsNoEntry() {
+    @Test func eachShapeReadIsOneEntryAndTheSameShapeAgainIsNone() {
         var registry = Self.registry(["a": Shape(collection: orders, from: 10)])
-        _ = registry.track("a", keys: [Shape(collection: orders, from: 20).key], at: 1, now: 0)
+        _ = registry.track("a", keys: [Shape(collection: orders, from: 10).key], at: 1, now: 0)
         #expect(registry.observer("a")?.reads.count == 1)
-        _ = registry.track("a", keys: [Shape(collection: orders, from: 5, through: 8).key], at: 1, now: 0)
+        // Another window, even one inside the first, is an entry of its own:
+        // what is listed and counted never depends on what an instance knows yet.
+        _ = registry.track("a", keys: [Shape(collection: orders, from: 20).key], at: 1, now: 0)
         #expect(registry.observer("a")?.reads.count == 2)
     }
 

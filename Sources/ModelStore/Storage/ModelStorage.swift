@@ -161,9 +161,11 @@ struct TableStatements {
 
 extension ModelStorage {
     /// The rows of `rows(of:)`, handed to `body` one at a time; SQLite's
-    /// read one at a time, their text shared through `interner`.
+    /// read one at a time, their text shared through `interner`;
+    /// PostgreSQL's fetched through a cursor, a batch at a time.
     func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
         if let storage = self as? SQLiteStorage { return try storage.streamRows(of: table, interning: interner, body) }
+        if let storage = self as? PostgresStorage { return try storage.streamRows(of: table, body) }
         for row in try rows(of: table) { try body(row) }
     }
 

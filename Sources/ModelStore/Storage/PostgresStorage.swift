@@ -225,6 +225,31 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
+    /// The rows of `rows(of:)`, handed to `body` a batch at a time through
+    /// a cursor, so that a million rows are never all in memory at once
+    /// (their text, and the heap it leaves behind). Inside the caller's
+    /// transaction, as the store loads.
+    func streamRows(of table: TableLayout, _ body: (StoredRow) throws -> Void) throws {
+        guard case .collection(let parentColumn, let positioned) = table.shape else {
+            for row in try rows(of: table) { try body(row) }
+            return
+        }
+        let offset = TableStatements.valueOffset(table)
+        _ = try query("DECLARE observable_load NO SCROLL CURSOR FOR " + sql(table).select)
+        var index: Int64 = 0
+        while true {
+            let rows = try query("FETCH 20000 FROM observable_load")
+            guard rows.count > 0 else { break }
+            for row in 0..<rows.count {
+                try body(StoredRow(id: rows.string(row, 0) ?? "", parentId: parentColumn == nil ? nil : rows.string(row, 1),
+                                   position: positioned ? rows.int64(row, offset - 1) ?? 0 : index,
+                                   values: table.columns.enumerated().map { Self.value(rows.string(row, offset + $0.offset), $0.element.kind) }))
+                index += 1
+            }
+        }
+        _ = try query("CLOSE observable_load")
+    }
+
     func lastSeq() throws -> Int64 {
         try query("SELECT seq FROM observable_clock WHERE id = 1").int64(0, 0) ?? 0
     }
