@@ -50,6 +50,22 @@ public struct Change: Sendable, Equatable {
         self.places = places
     }
 
+    /// A change whose places are known already (among `keys` too): one
+    /// just committed, not parsed again.
+    init(seq: Int64, transaction: Int64, path: String, operation: Operation, old: String?, new: String?,
+         keys: [PropertyKey], impliedReads: [PropertyKey], places: [Place])
+    {
+        self.seq = seq
+        self.transaction = transaction
+        self.path = path
+        self.operation = operation
+        self.old = old
+        self.new = new
+        self.keys = keys
+        self.impliedReads = impliedReads
+        self.places = places
+    }
+
     public static func == (a: Change, b: Change) -> Bool {
         a.seq == b.seq && a.transaction == b.transaction && a.path == b.path && a.operation == b.operation && a.old == b.old
             && a.new == b.new && a.keys == b.keys && a.impliedReads == b.impliedReads
@@ -64,6 +80,8 @@ public struct PendingChange: Sendable, Equatable {
     public let new: String?
     public let keys: [PropertyKey]
     public let impliedReads: [PropertyKey]
+    /// Where it lands for readers of shapes (their keys are among `keys`).
+    public var places: [Place] = []
 
     /// A property of `path` went from `old` to `new` (JSON texts).
     public static func set(_ path: String, old: String, new: String) -> PendingChange {
@@ -90,10 +108,13 @@ public struct PendingChange: Sendable, Equatable {
     /// The same change, landing also at `places` for readers of shapes.
     public func landing(at places: [Place]) -> PendingChange {
         guard !places.isEmpty else { return self }
-        return PendingChange(path: path, operation: operation, old: old, new: new, keys: keys + places.map(\.key), impliedReads: impliedReads)
+        var change = PendingChange(path: path, operation: operation, old: old, new: new, keys: keys + places.map(\.key), impliedReads: impliedReads)
+        change.places = self.places + places
+        return change
     }
 
     public func committed(seq: Int64, transaction: Int64) -> Change {
-        Change(seq: seq, transaction: transaction, path: path, operation: operation, old: old, new: new, keys: keys, impliedReads: impliedReads)
+        Change(seq: seq, transaction: transaction, path: path, operation: operation, old: old, new: new, keys: keys,
+               impliedReads: impliedReads, places: places)
     }
 }

@@ -7,11 +7,35 @@
 /// a model keeps the keys of its elements.
 public struct PropertyKey: Hashable, Comparable, Sendable, CustomStringConvertible {
     public let path: String
+    /// The path's hash, its two top bits replaced by what the key names
+    /// (`Kind`): asked for every key of every change and read, and found
+    /// here without looking through the path again.
     private let pathHash: Int
 
     public init(_ path: String) {
         self.path = path
-        pathHash = path.hashValue
+        pathHash = (path.hashValue & ~(3 << 62)) | (Self.kind(of: path).rawValue << 62)
+    }
+
+    /// What a key names: a property (or a collection's membership), a
+    /// shape (`Shape.key`, with `?`) or a place (`Place.key`, with `#`).
+    enum Kind: Int {
+        case property = 0
+        case shape = 1
+        case place = 2
+    }
+
+    var kind: Kind { Kind(rawValue: Int(UInt(bitPattern: pathHash) >> 62)) ?? .property }
+
+    private static func kind(of path: String) -> Kind {
+        func kind<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> Kind {
+            for byte in bytes {
+                if byte == UInt8(ascii: "?") { return .shape }
+                if byte == UInt8(ascii: "#") { return .place }
+            }
+            return .property
+        }
+        return path.utf8.withContiguousStorageIfAvailable { kind($0) } ?? kind(path.utf8)
     }
 
     /// The key of property `name` of the resource at `resource`.

@@ -133,9 +133,9 @@ public struct Place: Hashable, Sendable {
 extension PropertyKey {
     /// Whether it is a shape's key (`Shape.key`) rather than a property's.
     @inline(__always)
-    public var isShape: Bool { path.utf8.contains(UInt8(ascii: "?")) }
+    public var isShape: Bool { kind == .shape }
 
     /// Whether it is a place's key (`Place.key`) rather than a property's.
     @inline(__always)
-    public var isPlace: Bool { path.utf8.contains(UInt8(ascii: "#")) }
+    public var isPlace: Bool { kind == .place }
 }

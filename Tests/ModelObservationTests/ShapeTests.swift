@@ -48,6 +48,13 @@ import Testing
         #expect(Place(key: PropertyKey("/orders")) == nil)
         let change = Self.set("quantity", at: 5).committed(seq: 1, transaction: 1)
         #expect(change.places == [Place(collection: orders, position: 5, field: "quantity")])
+        // Stored and loaded again, a change finds its places among its keys.
+        let loaded = Change(seq: 1, transaction: 1, path: change.path, operation: .set, old: "1", new: "2", keys: change.keys)
+        #expect(loaded.places == change.places)
+        #expect(shape.key.isShape && !shape.key.isPlace)
+        #expect(place.key.isPlace && !place.key.isShape)
+        let property = PropertyKey("/orders/7/quantity")
+        #expect(!property.isShape && !property.isPlace && property == PropertyKey("/orders/7/quantity"))
     }
 
     @Test func aChangeReachesExactlyTheWindowsThatHoldIt() {
