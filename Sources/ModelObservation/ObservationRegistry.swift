@@ -87,18 +87,18 @@ public struct ObservationRegistry: Sendable {
         s.readers(of: key, before: seq).map(\.id)
     }
 
-    /// The retained changes of `operation` after `seq` that a reader of
-    /// `shape` hears (what `GET /observers/{id}` lists of elements removed
-    /// since a shape was read).
-    public func changes(after seq: Int64, reaching shape: Shape, operation: Change.Operation) -> [Change] {
+    /// The retained changes of `operation` after `seq` that land in any of
+    /// `collections` (what `GET /observers/{id}` lists of elements removed
+    /// since a shape was read): one pass over the log for all its shapes.
+    public func changes(after seq: Int64, landingIn collections: Set<String>, operation: Change.Operation) -> [Change] {
         let firstSeq = s.log.first?.seq ?? (s.lastSeq + 1)
         var found: [Change] = []
         var position = max(0, Int(seq + 1 - firstSeq))
         while position < s.log.count {
             let change = s.log[position]
             position += 1
-            guard change.operation == operation else { continue }
-            if change.places.contains(where: { $0.collection == shape.collection && shape.covers($0) }) { found.append(change) }
+            guard change.operation == operation, !change.places.isEmpty else { continue }
+            if change.places.contains(where: { collections.contains($0.collection) }) { found.append(change) }
         }
         return found
     }

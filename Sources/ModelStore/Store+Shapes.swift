@@ -60,6 +60,10 @@ extension Store {
             }
         }
         shapes.sort { $0.0.key.path < $1.0.key.path }
+        // The removes since the earliest of its shapes, found in one pass.
+        let removals = shapes.isEmpty ? [] : registry.withLock {
+            $0.changes(after: shapes.map(\.1).min() ?? 0, landingIn: Set(shapes.map(\.0.collection)), operation: .remove)
+        }
         for (shape, seq) in shapes {
             paths.insert(shape.collection)
             // Listed whole or not at all: about one entry per member of each element.
@@ -71,8 +75,9 @@ extension Store {
                 for key in resource.propertyKeys(of: element, in: state, selection) { paths.insert(key.path) }
             }
             // Elements it saw that are gone since (while the log holds their removal).
-            let removals = registry.withLock { $0.changes(after: seq, reaching: shape, operation: .remove) }
-            for removal in removals {
+            for removal in removals where removal.seq > seq
+                && removal.places.contains(where: { $0.collection == shape.collection && shape.covers($0) })
+            {
                 for key in removal.keys where !key.isPlace && key.path != shape.collection {
                     guard let fields = shape.fields else {
                         paths.insert(key.path)
