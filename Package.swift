@@ -49,6 +49,7 @@ let package = Package(
         .target(
             name: "ModelObservation",
             dependencies: [
+                "Concurrency",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ]

@@ -11,7 +11,7 @@ import Synchronization
 extension ChangeFeed {
     /// An open stream, registered in the registry as its observer's waiter
     /// whenever it has nothing to send.
-    final class StreamingPoll: ChangeWaiter, @unchecked Sendable {
+    final class StreamingPoll: StreamWaiter, @unchecked Sendable {
         // Safe to share: `cursor` and `sentRetry` are only touched by the
         // thread delivering to it, one at a time (under `delivering`).
         let observer: String
@@ -26,6 +26,10 @@ extension ChangeFeed {
         /// when it was delivering at the moment (not parked, so not found
         /// as the observer's waiter).
         let superseded = Atomic<Bool>(false)
+
+        var isOpen: Bool { stream.isOpen }
+        var isSuperseded: Bool { superseded.load(ordering: .acquiring) }
+        func supersede() { superseded.store(true, ordering: .releasing) }
 
         init(observer: String, cursor: Int64, coalesce: Bool, stream: EventStream) {
             self.observer = observer
@@ -45,14 +49,10 @@ extension ChangeFeed {
     {
         // The resume point is checked before the answer's headers go out.
         let checked: (cursor: Int64, gone: Int64?)
-        switch registry.withLock({ registry -> Result<(Int64, Int64?), APIError> in
-            guard let known = registry.observer(observer) else { return .failure(APIError(404, "no observer \(observer)")) }
-            let from = since ?? known.cursor
-            if from > registry.lastSeq { return .failure(APIError(400, "since is ahead of the newest change \(registry.lastSeq)")) }
-            return .success((from, from < registry.oldestAvailableSeq ? registry.oldestAvailableSeq : nil))
-        }) {
-        case .failure(let error): return .response(APIError.response(for: error))
-        case .success(let value): checked = value
+        switch registry.resumePoint(of: observer, since: since) {
+        case .unknownObserver: return .response(APIError.response(for: APIError(404, "no observer \(observer)")))
+        case .ahead(let newest): return .response(APIError.response(for: APIError(400, "since is ahead of the newest change \(newest)")))
+        case .from(let cursor, let gone): checked = (cursor, gone)
         }
         var streamHeaders = headers
         streamHeaders.append(("Content-Type", "text/event-stream"))
@@ -66,8 +66,7 @@ extension ChangeFeed {
             if let cursor = self.deliver(poll) { self.saveCursors([(observer, cursor)]) }
         }, onEnd: { [weak self] in
             guard let self, let poll = holder.withLock({ $0 }) else { return }
-            self.registry.withLock { $0.withdraw(poll, of: observer) }
-            self.streams.withLock { if $0[observer] === poll { $0[observer] = nil } }
+            self.registry.closeStream(poll, of: observer)
         }) else {
             return .response(APIError.response(for: APIError(503, "the server is stopping")))
         }
@@ -89,13 +88,9 @@ extension ChangeFeed {
         }
         // The observer's one consumer: a poll or stream parked before, or a
         // stream delivering now, gives way.
-        let (displaced, earlier) = registry.withLock { registry in
-            let earlier = streams.withLock { $0.updateValue(poll, forKey: observer) }
-            earlier?.superseded.store(true, ordering: .releasing)
-            return (registry.takeWaiter(of: observer), earlier)
-        }
+        let (displaced, earlier) = registry.openStream(poll, of: observer)
         if let displaced { giveWay([(observer, displaced)]) }
-        earlier?.stream.close()
+        (earlier as? StreamingPoll)?.stream.close()
         store.announceParked(observer, stream: true)
         if let cursor = deliver(poll) { saveCursors([(observer, cursor)]) }
         return .parked
@@ -111,11 +106,8 @@ extension ChangeFeed {
         poll.delivering.withLock { _ in
             var sent: Int64?
             while poll.stream.isOpen, !poll.stream.isBlocked {
-                let answer: ObservationRegistry.Poll? = registry.withLock { registry in
-                    guard !poll.superseded.load(ordering: .acquiring) else { return nil }
-                    return registry.poll(poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce, now: ServerClock.wallSeconds,
-                                         displacing: false, park: { poll.stream.isOpen ? poll : nil }).poll
-                }
+                let answer = registry.pollStream(poll, of: poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce,
+                                                 now: ServerClock.wallSeconds)
                 guard let result = answer else {
                     poll.stream.close()
                     return sent
@@ -138,7 +130,7 @@ extension ChangeFeed {
                     let gone = Problem.gone(prunedThrough: oldest)
                     poll.stream.send(Self.event("gone", id: nil, data: Problem.json(410, "Gone", gone.detail, extensions: gone.extensions)))
                     poll.stream.close()
-                case .ahead, .parked:
+                case .ahead:
                     poll.stream.close()
                 }
             }

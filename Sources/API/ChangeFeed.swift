@@ -10,7 +10,7 @@ import Synchronization
 /// parked polls when a change they read is committed.
 final class ChangeFeed: Sendable {
     /// A parked `changes` request.
-    final class ParkedPoll: ChangeWaiter {
+    final class ParkedPoll: PollWaiter {
         let observer: String
         let since: Int64?
         let limit: Int
@@ -22,6 +22,7 @@ final class ChangeFeed: Sendable {
         /// a wake-up does not park it again.
         /// (An atomic flag, not a `Locked`: it costs a parked poll no allocation of its own.)
         let expired = Atomic<Bool>(false)
+        var isExpired: Bool { expired.load(ordering: .acquiring) }
         /// Taken, under the registry's lock, by whoever works out its answer
         /// (a wake, its deadline, a newer poll, a deletion) before the
         /// answer moves the observer's cursor: two of them must not both
@@ -31,6 +32,10 @@ final class ChangeFeed: Sendable {
 
         func claim() -> Bool {
             claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        }
+
+        func unclaim() {
+            claimed.store(false, ordering: .releasing)
         }
 
         init(observer: String, since: Int64?, limit: Int, coalesce: Bool, headers: [(name: String, value: String)]) {
@@ -59,10 +64,6 @@ final class ChangeFeed: Sendable {
     let counter: Metrics.RouteCounter
     /// Weak: the daemon owns the responder that owns this feed.
     private let daemon = Locked(Weak<HTTPDaemon>())
-    /// Each observer's open stream, parked or delivering: the one a poll
-    /// or a newer stream of the same observer ends. Changed under the
-    /// registry's lock (taken first).
-    let streams = Locked<[String: StreamingPoll]>([:])
 
     init(store: Store, metrics: Metrics) {
         self.store = store
@@ -74,7 +75,7 @@ final class ChangeFeed: Sendable {
         self.daemon.withLock { $0.object = daemon }
     }
 
-    var registry: Locked<ObservationRegistry> { store.registry }
+    var registry: ObservationRegistry { store.registry }
 
     /// Answers a poll now, or parks it for up to `timeout`.
     func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, repair: Bool = false, timeout: Duration,
@@ -96,20 +97,11 @@ final class ChangeFeed: Sendable {
             waiter.parked.withLock { $0 = parked }
             return waiter
         } : nil
-        let (result, displaced, ended) = registry.withLock { registry in
-            // A poll is the observer's consumer: a stream open for it ends,
-            // under the same lock as the poll, parked or delivering now (it
-            // stops before its next answer).
-            var ended: [any ChangeWaiter] = []
-            if registry.waiter(of: observer) is StreamingPoll, let parked = registry.takeWaiter(of: observer) { ended.append(parked) }
-            if let open = streams.withLock({ $0.isEmpty ? nil : $0.removeValue(forKey: observer) }) {
-                open.superseded.store(true, ordering: .releasing)
-                if open !== ended.first { ended.append(open) }
-            }
-            let (result, displaced) = registry.poll(observer, since: since, limit: limit, coalesce: coalesce,
-                                                    now: ServerClock.wallSeconds, park: park)
-            return (result, displaced, ended)
-        }
+        // A poll is the observer's consumer: a stream open for it ends, in
+        // the same operation as the poll, parked or delivering now (it
+        // stops before its next answer).
+        let (result, displaced, ended) = registry.pollAsConsumer(observer, since: since, limit: limit, coalesce: coalesce,
+                                                                 now: ServerClock.wallSeconds, park: park)
         let givingWay = ended + [displaced].compactMap { $0 }
         if !givingWay.isEmpty { giveWay(givingWay.map { (observer, $0) }) }
         if case .parked = result {
@@ -123,7 +115,7 @@ final class ChangeFeed: Sendable {
         case .gone where repair:
             // Past retention: the current value of everything it reads, at once.
             do {
-                let repaired = try store.repair(observer, since: since ?? registry.withLock { $0.observer(observer)?.cursor ?? 0 })
+                let repaired = try store.repair(observer, since: since ?? registry.cursor(of: observer) ?? 0)
                 try store.saveCursors([(observer, repaired.cursor)])
                 return .response(waiter.finish(Self.feedResponse(repaired.changes, cursor: repaired.cursor)))
             } catch {
@@ -151,7 +143,7 @@ final class ChangeFeed: Sendable {
                 continue
             }
             guard let poll = waiter as? ParkedPoll, let connection = poll.connection, poll.claim() else { continue }
-            let cursor = poll.since ?? registry.withLock { $0.observer(observer)?.cursor ?? $0.lastSeq }
+            let cursor = poll.since ?? registry.cursorOrNewest(of: observer)
             answers.append((connection, poll.finish(Self.feedResponse([], cursor: cursor))))
         }
         resume(answers)
@@ -180,14 +172,7 @@ final class ChangeFeed: Sendable {
             // (With the planted fault `wake-every-poll`, answered even when
             // nothing it read changed.)
             let parkAgain = PlantedFault.current != .wakeEveryPoll
-            let answer: ObservationRegistry.Poll? = registry.withLock { registry in
-                guard poll.claim() else { return nil }
-                let (result, _) = registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce,
-                                                now: ServerClock.wallSeconds, displacing: false,
-                                                park: { poll.expired.load(ordering: .acquiring) || !parkAgain ? nil : poll })
-                if case .parked = result { poll.claimed.store(false, ordering: .releasing) }
-                return result
-            }
+            let answer = registry.repoll(poll, parkAgain: parkAgain, now: ServerClock.wallSeconds)
             // Its deadline, or a newer poll, answers it.
             guard let result = answer else { continue }
             if case .parked = result { continue }
@@ -242,13 +227,7 @@ final class ChangeFeed: Sendable {
     /// with the cursor, which is saved where instances share it. Nil when
     /// a wake, a newer poll or a deletion took the answering on itself.
     private func answerAtDeadline(_ poll: ParkedPoll) -> HTTPResponse? {
-        let answered: (ObservationRegistry.Poll, Int64?)? = registry.withLock { registry in
-            registry.withdraw(poll, of: poll.observer)
-            guard poll.claim() else { return nil }
-            let before = registry.cursor(of: poll.observer)
-            return (registry.poll(poll.observer, since: poll.since, limit: poll.limit, coalesce: poll.coalesce,
-                                  now: ServerClock.wallSeconds).poll, before)
-        }
+        let answered = registry.answerAtDeadline(poll, now: ServerClock.wallSeconds)
         guard let (result, before) = answered else { return nil }
         // Saved only when it moved: many polls may pass their deadline at once.
         if case .changes(_, let cursor) = result, cursor != before { saveCursors([(poll.observer, cursor)]) }

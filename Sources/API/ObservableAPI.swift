@@ -100,7 +100,7 @@ public final class ObservableAPI: Sendable {
         let kept = conditional ? nil : answers.answer(to: request.path, query: request.query, in: snapshot)
         // An observer it does not know is refused before a read is
         // rendered; the read of a kept answer finds it out when tracked.
-        if let observer, kept == nil || request.method == "HEAD", !store.registry.withLock({ $0.knows(observer) }) {
+        if let observer, kept == nil || request.method == "HEAD", !store.registry.knows(observer) {
             throw Self.unknownObserver(observer)
         }
         let representation: Representation
@@ -120,7 +120,7 @@ public final class ObservableAPI: Sendable {
         // A HEAD shows no values, so its observer has read nothing; it is
         // still a use of the observer.
         if let observer, request.method == "HEAD" {
-            _ = store.registry.withLock { $0.touch(observer, now: ServerClock.wallSeconds) }
+            _ = store.registry.touch(observer, now: ServerClock.wallSeconds)
         }
         guard let observer, request.method != "HEAD" else { return .response(response) }
         return try answer(context, response, once: representation.reads, by: observer, at: snapshot.state.seq, suspended: suspended)

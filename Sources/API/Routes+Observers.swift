@@ -23,10 +23,10 @@ extension ObservableAPI {
             try store.synchronize()
             // The cursor last answered through any instance.
             try store.refreshCursor(of: id)
-            guard let observer = store.registry.withLock({ $0.touch(id, now: ServerClock.wallSeconds) ? $0.observer(id) : nil }) else {
+            guard let observer = store.registry.touchedObserver(id, now: ServerClock.wallSeconds) else {
                 throw APIError(404, "no observer \(id)")
             }
-            return .response(Self.json(JSONWriter.bytes(json(observer)), request: context.request, cursor: store.registry.withLock { $0.lastSeq }))
+            return .response(Self.json(JSONWriter.bytes(json(observer)), request: context.request, cursor: store.registry.lastSeq))
         }
         router.delete("/observers/:id", access: .read) { [self] context in
             let waiter = try store.deleteObserver(context.parameter("id"))

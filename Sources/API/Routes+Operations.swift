@@ -5,7 +5,7 @@ extension ObservableAPI {
     func addOperationRoutes(to router: Router) {
         router.get("/healthz", access: .open) { [self] context in
             guard store.isDatabaseReachable else { throw ModelError(.busy, "The database cannot be reached; retry shortly.") }
-            let seq = store.registry.withLock { $0.lastSeq }
+            let seq = store.registry.lastSeq
             let body = #"{"status":"ok","seq":\#(seq)}"#
             var response = HTTPResponse(status: 200, body: Array(body.utf8))
             response.setHeader("Observation-Cursor", String(seq))
@@ -23,11 +23,11 @@ extension ObservableAPI {
                 ("observable_longpolls_parked", "Long-polls parked now.", Int64(daemon.parked)),
                 ("observable_streams_open", "Event streams of the change feed open now.", Int64(daemon.streams)),
                 ("observable_connections", "HTTP connections open now.", Int64(daemon.connections)),
-                ("observable_observers", "Observers known.", Int64(store.registry.withLock { $0.observerCount })),
-                ("observable_change_seq", "Seq of the newest committed change.", store.registry.withLock { $0.lastSeq }),
+                ("observable_observers", "Observers known.", Int64(store.registry.observerCount)),
+                ("observable_change_seq", "Seq of the newest committed change.", store.registry.lastSeq),
             ])
             var response = HTTPResponse(status: 200, body: Array(text.utf8))
-            response.setHeader("Observation-Cursor", String(store.registry.withLock { $0.lastSeq }))
+            response.setHeader("Observation-Cursor", String(store.registry.lastSeq))
             response.setHeader("Content-Type", "text/plain; version=0.0.4")
             response.setHeader("Cache-Control", "no-store")
             return .response(response)

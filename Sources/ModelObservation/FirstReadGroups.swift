@@ -1,4 +1,4 @@
-/// The last first read tracked (`ObservationRegistry.State.firstReads`).
+/// The last first read tracked (`RegistryCore.State.firstReads`).
 struct FirstRead {
     /// What it added, in the order read.
     let added: [(PropertyKey, Int64)]
@@ -23,7 +23,7 @@ struct FirstRead {
 }
 
 /// Observers whose first read added the same keys at the same `seq`
-/// (`ObservationRegistry.State.groups`), `dead` of them stale. `reads` is
+/// (`RegistryCore.State.groups`), `dead` of them stale. `reads` is
 /// the table its members share.
 struct Group {
     let reads: [PropertyKey: Int64]

@@ -1,4 +1,4 @@
-extension ObservationRegistry {
+extension RegistryCore {
     /// The seqs of the changes one observer receives after `floor`. A poll
     /// from before `floor` scans the log instead (after a restart, or when
     /// a read lands after changes it should have seen).

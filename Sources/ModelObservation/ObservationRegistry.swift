@@ -1,15 +1,15 @@
-import DequeModule
-import HeapModule
+import Concurrency
 
-/// Knows every observer and the property keys it has read, indexes the
-/// reverse (key → observers), and keeps the recent change log in memory.
+/// Every observer, what it has read, the recent change log and the feed's
+/// consumers (parked polls, open streams), behind one lock of its own.
 ///
-/// A committed change is matched through the reverse index, so its cost
-/// grows with the observers that read its keys, not with all observers.
-/// Like the standard library's `ObservationRegistrar`, it collects whom to
-/// wake and leaves waking to the caller. It is a value: its owner keeps it
-/// behind a lock, and wakes after releasing it.
-public struct ObservationRegistry: Sendable {
+/// Each operation takes the lock once: what must happen with no other
+/// operation in between (a poll that parks, a read tracked and persisted,
+/// a consumer that takes another's place) is one operation here, never a
+/// sequence of calls. Closures an operation takes (`park`, `storing`,
+/// `implied`, `then`) run under the lock and must not call back into the
+/// registry. Whom to wake is returned, to be woken after the lock.
+public final class ObservationRegistry: Sendable {
     /// The outcome of asking for an observer's changes.
     public enum Poll: Sendable {
         case unknownObserver
@@ -23,151 +23,6 @@ public struct ObservationRegistry: Sendable {
         case parked
     }
 
-    public let retain: Int
-    /// About how many stored records of reads no longer count, of
-    /// observers removed or whose reads were cleared since the start: one
-    /// for each `seq` among an observer's reads. What decides when stored
-    /// reads are compacted.
-    public private(set) var droppedReadRecords = 0
-    /// Most property keys one observer may have read.
-    public let maxReadsPerObserver: Int
-    private var s = State()
-
-    public init(retain: Int, maxReadsPerObserver: Int = 100_000) {
-        self.retain = max(1, retain)
-        self.maxReadsPerObserver = maxReadsPerObserver
-    }
-
-    // MARK: - Start-up
-
-    /// Loads persisted observers and the retained tail of the change log.
-    public mutating func restore(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) {
-        s.lastSeq = lastSeq
-        s.log = Deque(changes.suffix(retain))
-        s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
-        for observer in observers { s.insert(observer) }
-    }
-
-    /// Replaces everything it knows with what was loaded again (see
-    /// `restore`), keeping the parked waiters: returned, each with its
-    /// observer, for the caller to ask again.
-    public mutating func reload(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) -> [(observer: String, waiter: any ChangeWaiter)] {
-        let waiters = s.waiters
-        s = State()
-        restore(observers: observers, changes: changes, lastSeq: lastSeq)
-        return waiters.map { ($0.key.id, $0.value) }
-    }
-
-    // MARK: - Facts
-
-    public var lastSeq: Int64 { s.lastSeq }
-    public var observerCount: Int { s.observers.count }
-    /// Entries queued for expiry, those of observers removed included.
-    var queuedForExpiry: Int { s.expiries.count }
-    public var oldestAvailableSeq: Int64 { s.prunedThrough }
-
-    public func observer(_ id: String) -> ObserverSnapshot? {
-        s.observers[ObserverKey(id)]
-    }
-
-    /// Observer `id`'s cursor, the default `since` (without copying it).
-    public func cursor(of id: String) -> Int64? {
-        let id = ObserverKey(id)
-        guard let position = s.observers.index(forKey: id) else { return nil }
-        return s.observers.values[position].cursor
-    }
-
-    /// Whether observer `id` exists (without copying it).
-    public func knows(_ id: String) -> Bool {
-        s.observers.index(forKey: ObserverKey(id)) != nil
-    }
-
-    /// Observers that read `key` before `seq`: those a change to it at `seq` reaches.
-    public func readers(of key: PropertyKey, before seq: Int64) -> [String] {
-        s.readers(of: key, before: seq).map(\.id)
-    }
-
-    /// The retained changes of `operation` after `seq` that land in any of
-    /// `collections` (what `GET /observers/{id}` lists of elements removed
-    /// since a shape was read): one pass over the log for all its shapes.
-    public func changes(after seq: Int64, landingIn collections: Set<String>, operation: Change.Operation) -> [Change] {
-        let firstSeq = s.log.first?.seq ?? (s.lastSeq + 1)
-        var found: [Change] = []
-        var position = max(0, Int(seq + 1 - firstSeq))
-        while position < s.log.count {
-            let change = s.log[position]
-            position += 1
-            guard change.operation == operation, !change.places.isEmpty else { continue }
-            if change.places.contains(where: { collections.contains($0.collection) }) { found.append(change) }
-        }
-        return found
-    }
-
-    /// Observers that read `key` (for tests and diagnostics).
-    public func readers(of key: PropertyKey) -> Set<String> {
-        Set(s.readers(of: key, before: .max).map(\.id))
-    }
-
-    // MARK: - Observers
-
-    public mutating func add(_ observer: ObserverSnapshot) {
-        s.insert(observer)
-    }
-
-    /// Removes an observer; returns whether it existed and its parked waiter.
-    public mutating func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
-        let id = ObserverKey(id)
-        guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
-        droppedReadRecords += Self.records(of: observer)
-        s.unindex(observer, releasing: true)
-        s.dirty.remove(id)
-        s.inboxes[id] = nil
-        s.requeueIfStale()
-        return (true, s.waiters.removeValue(forKey: id))
-    }
-
-    /// Forgets every read of an observer; returns false for an unknown one.
-    public mutating func clearReads(_ id: String, now: Double) -> Bool {
-        let id = ObserverKey(id)
-        guard let observer = s.observers[id] else { return false }
-        droppedReadRecords += Self.records(of: observer)
-        s.unindex(observer, releasing: false)
-        s.observers[id]!.reads = [:]
-        s.observers[id]!.shapes = []
-        s.observers[id]!.lastRead = []
-        s.observers[id]!.group = -1
-        s.use(at: s.observers.index(forKey: id)!, now: now)
-        s.inboxes[id] = Inbox(floor: s.lastSeq)
-        return true
-    }
-
-    /// About how many records its reads were stored in: one for each `seq`.
-    private static func records(of observer: ObserverSnapshot) -> Int {
-        guard observer.reads.count > 1 else { return observer.reads.count }
-        return Set(observer.reads.values).count
-    }
-
-    /// Marks an observer as used now; returns false for an unknown one.
-    public mutating func touch(_ id: String, now: Double) -> Bool {
-        let id = ObserverKey(id)
-        guard let position = s.observers.index(forKey: id) else { return false }
-        s.use(at: position, now: now)
-        return true
-    }
-
-    // MARK: - Reads
-
-    /// Marks observer `id` as used now and tells whether it has read every
-    /// one of `keys` already (false for an unknown observer): such a read
-    /// adds nothing, so it has nothing to store.
-    public mutating func touch(_ id: String, now: Double, hasRead keys: [PropertyKey]) -> Bool {
-        let id = ObserverKey(id)
-        guard let position = s.observers.index(forKey: id) else { return false }
-        s.use(at: position, now: now)
-        let observer = s.observers.values[position]
-        return keys.allSatisfy { observer.reads[$0] != nil }
-    }
-
     public enum TrackResult: Sendable {
         case unknownObserver
         case tooManyReads(limit: Int)
@@ -177,388 +32,395 @@ public struct ObservationRegistry: Sendable {
         case tracked(added: [(PropertyKey, Int64)], wake: (any ChangeWaiter)?)
     }
 
-    /// Records that observer `id` read `keys` in a response that reflected
-    /// every change up to `seq`: `planTrack`, then `applyTrack`, for a
-    /// registry whose reads are stored nowhere else.
-    public mutating func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackResult {
-        switch planTrack(id, keys: keys, at: seq, now: now) {
-        case .refused(let result): return result
-        case .reads(let added, let replayed): return applyTrack(id, added, replayed: replayed)
-        }
-    }
-
-    /// Works out the reads that observer `id` adds by reading `keys` in a
-    /// response that reflected every change up to `seq` (a key already read
-    /// keeps its earlier `seq`), with those implied by inserts committed
-    /// since; marks the observer used, and adds nothing yet.
-    ///
-    /// The caller stores the reads and then calls `applyTrack`, keeping
-    /// commits out in between (the store holds its writer lock): so no
-    /// poll can deliver a change through a read that is not stored yet, and
-    /// no change published in between is missed by the replay.
-    public mutating func planTrack(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackPlan {
-        Self.plan(id, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s)
-    }
-
-    /// Adds the reads `planTrack` worked out, once they are stored.
-    public mutating func applyTrack(_ id: String, _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult {
-        let id = ObserverKey(id)
-        // Expired in between: its stored reads go with it.
-        guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
-        return apply(at: position, id, added, replayed: replayed)
-    }
-
-    /// Plans a read of `keys` by observer `id`, calls `store` with the
-    /// reads it adds (when it adds any), then applies them: `planTrack`,
-    /// storing and `applyTrack` in one, the observer looked up once, for a
-    /// caller that stores under this registry's lock. When `store` throws,
-    /// nothing was added. `store` is also given the keys of the reads when
-    /// they are the last first read's, which all have one `seq`: the same
-    /// array each time.
-    public mutating func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double,
-                               storing store: ([(PropertyKey, Int64)], _ keys: [PropertyKey]?) throws -> Void) rethrows -> TrackResult
-    {
-        let id = ObserverKey(id)
-        guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
-        // The same first read as the last one (a new observer reading what
-        // the one before it read, with no change since): what it adds is
-        // that read's, kept, and its keys the same array.
-        if s.observers.inPlace(at: position, { $0.reads.isEmpty }), let first = s.firstReads, first.seq == seq, seq >= s.lastSeq,
-           first.keys.count == keys.count, first.keys.count <= maxReadsPerObserver, first.keys == keys
-        {
-            s.use(at: position, now: now)
-            // The request's array from now on: the next read of it (a kept
-            // answer's) is found equal without comparing the keys.
-            if !first.keys.isSameArray(as: keys) { s.firstReads!.keys = keys }
-            try store(first.added, keys)
-            let slot = s.observers.inPlace(at: position) { $0.slot }
-            s.joinFirstRead(at: position, slot: slot, epoch: s.slots.epoch(of: slot))
-            s.observers.values[position].lastRead = keys
-            return .tracked(added: first.added, wake: nil)
-        }
-        switch Self.plan(at: position, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s) {
-        case .refused(let result):
-            return result
-        case .reads(let added, let replayed):
-            guard !added.isEmpty else { return .tracked(added: [], wake: nil) }
-            try store(added, nil)
-            let result = apply(at: position, id, added, replayed: replayed)
-            s.observers.values[position].lastRead = keys
-            return result
-        }
-    }
-
-    /// `applyTrack` for the observer at `position`.
-    private mutating func apply(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, _ id: ObserverKey,
-                                _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult
-    {
-        // Changed in place, the observer looked up once.
-        let (slot, firstRead) = s.observers.inPlace(at: position) { ($0.slot, $0.reads.isEmpty) }
-        let epoch = s.slots.epoch(of: slot)
-        if firstRead {
-            // A first read (its keys distinct, see `plan`): often the same
-            // as the last one, whose table is then shared.
-            if let first = s.firstReads, let seq = first.seq, added.allSatisfy({ $0.1 == seq }),
-               first.added.elementsEqual(added, by: { $0.0 == $1.0 })
-            {
-                s.joinFirstRead(at: position, slot: slot, epoch: epoch)
-            } else {
-                var reads: [PropertyKey: Int64] = [:]
-                reads.reserveCapacity(added.count)
-                for (key, readAt) in added { reads[key] = readAt }
-                let first = FirstRead(added, reads: reads)
-                s.observers.values[position].reads = reads
-                s.observers.values[position].shapes = first.shapes
-                s.firstReads = first
-                for (key, readAt) in added where !key.isShape {
-                    s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
-                }
-                for read in first.shapes { s.index(read.shape, at: read.seq, slot: slot, epoch: epoch) }
-            }
-        } else {
-            s.observers.values[position].reads.reserveCapacity(s.observers.values[position].reads.count + added.count)
-            // A key read since the plan (another read of the same observer
-            // in the same commit) keeps its first `seq`.
-            for (key, readAt) in added where s.observers.values[position].reads[key] == nil {
-                s.observers.values[position].setRead(key, at: readAt)
-                s.index(key, at: readAt, slot: slot, epoch: epoch)
-            }
-        }
-        // Changes found by the replay are older than the inbox's newest
-        // entries: let polls from before now scan the log.
-        if replayed { s.inboxes[id] = Inbox(floor: s.lastSeq) }
-        let waiter = replayed ? s.waiters.removeValue(forKey: id) : nil
-        return .tracked(added: added, wake: waiter)
-    }
-
     /// What `track` is to do.
-    public enum TrackPlan {
+    public enum TrackPlan: Sendable {
         case refused(TrackResult)
         /// Reads to add, and whether changes already in the log reach the
         /// observer through them.
         case reads([(PropertyKey, Int64)], replayed: Bool)
     }
 
-    /// Works out what `track` adds, without adding it; marks the observer used.
-    private static func plan(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, limit: Int,
-                             in s: inout State) -> TrackPlan
-    {
-        guard let position = s.observers.index(forKey: ObserverKey(id)) else { return .refused(.unknownObserver) }
-        return plan(at: position, keys: keys, at: seq, now: now, limit: limit, in: &s)
+    /// What another instance did, applied in its commit order (`apply`).
+    public enum Event: Sendable {
+        case published([Change])
+        case added(ObserverSnapshot)
+        case removed(String)
+        case cleared(String, now: Double)
+        case tracked(String, keys: [PropertyKey], seq: Int64, now: Double)
     }
 
-    private static func plan(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, keys: [PropertyKey], at seq: Int64,
-                             now: Double, limit: Int, in s: inout State) -> TrackPlan
+    /// Where a stream of an observer starts (`resumePoint`).
+    public enum ResumePoint: Sendable {
+        case unknownObserver
+        case ahead(newest: Int64)
+        /// From `cursor`; `gone` is the oldest change kept when `cursor` is older.
+        case from(cursor: Int64, gone: Int64?)
+    }
+
+    public let retain: Int
+    /// Most property keys one observer may have read.
+    public let maxReadsPerObserver: Int
+    private let core: Locked<RegistryCore>
+
+    public init(retain: Int, maxReadsPerObserver: Int = 100_000) {
+        let core = RegistryCore(retain: retain, maxReadsPerObserver: maxReadsPerObserver)
+        self.retain = core.retain
+        self.maxReadsPerObserver = maxReadsPerObserver
+        self.core = Locked(core)
+    }
+
+    // MARK: - Start-up
+
+    /// Loads persisted observers and the retained tail of the change log.
+    public func restore(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) {
+        core.withLock { $0.restore(observers: observers, changes: changes, lastSeq: lastSeq) }
+    }
+
+    /// Replaces everything it knows with what was loaded again (see
+    /// `restore`), keeping the parked waiters: returned, each with its
+    /// observer, for the caller to ask again.
+    public func reload(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) -> [(observer: String, waiter: any ChangeWaiter)] {
+        core.withLock { $0.reload(observers: observers, changes: changes, lastSeq: lastSeq) }
+    }
+
+    // MARK: - Facts
+
+    public var lastSeq: Int64 { core.withLock { $0.lastSeq } }
+    public var observerCount: Int { core.withLock { $0.observerCount } }
+    /// Entries queued for expiry, those of observers removed included.
+    var queuedForExpiry: Int { core.withLock { $0.queuedForExpiry } }
+    public var oldestAvailableSeq: Int64 { core.withLock { $0.oldestAvailableSeq } }
+    /// About how many stored records of reads no longer count, of
+    /// observers removed or whose reads were cleared since the start: what
+    /// decides when stored reads are compacted.
+    public var droppedReadRecords: Int { core.withLock { $0.droppedReadRecords } }
+
+    public func observer(_ id: String) -> ObserverSnapshot? {
+        core.withLock { $0.observer(id) }
+    }
+
+    /// Observer `id`'s cursor, the default `since`.
+    public func cursor(of id: String) -> Int64? {
+        core.withLock { $0.cursor(of: id) }
+    }
+
+    /// Observer `id`'s cursor, or the newest `seq` for an observer it does
+    /// not know (what a poll that gave way answers).
+    public func cursorOrNewest(of id: String) -> Int64 {
+        core.withLock { $0.cursor(of: id) ?? $0.lastSeq }
+    }
+
+    /// Whether observer `id` exists.
+    public func knows(_ id: String) -> Bool {
+        core.withLock { $0.knows(id) }
+    }
+
+    /// Observers that read `key` before `seq`: those a change to it at `seq` reaches.
+    public func readers(of key: PropertyKey, before seq: Int64) -> [String] {
+        core.withLock { $0.readers(of: key, before: seq) }
+    }
+
+    /// Observers that read any of `keys` before `seq`.
+    public func readers(of keys: [PropertyKey], before seq: Int64) -> Set<String> {
+        core.withLock { core in keys.reduce(into: Set<String>()) { $0.formUnion(core.readers(of: $1, before: seq)) } }
+    }
+
+    /// Observers that read `key` (for tests and diagnostics).
+    public func readers(of key: PropertyKey) -> Set<String> {
+        core.withLock { $0.readers(of: key) }
+    }
+
+    /// The retained changes of `operation` after `seq` that land in any of
+    /// `collections`.
+    public func changes(after seq: Int64, landingIn collections: Set<String>, operation: Change.Operation) -> [Change] {
+        core.withLock { $0.changes(after: seq, landingIn: collections, operation: operation) }
+    }
+
+    /// Whether each entry's observer still reads each of its keys at its
+    /// `seq` (what a compaction of stored reads keeps).
+    public func stillReads(_ entries: [(observer: String, seq: Int64, keys: [PropertyKey])]) -> [Bool] {
+        core.withLock { core in
+            entries.map { entry in
+                guard let observer = core.observer(entry.observer) else { return false }
+                return entry.keys.allSatisfy { observer.reads[$0] == entry.seq }
+            }
+        }
+    }
+
+    /// Where a stream of observer `id` from `since` (nil: its cursor) starts.
+    public func resumePoint(of id: String, since: Int64?) -> ResumePoint {
+        core.withLock { core in
+            guard let cursor = core.cursor(of: id) else { return .unknownObserver }
+            let from = since ?? cursor
+            if from > core.lastSeq { return .ahead(newest: core.lastSeq) }
+            return .from(cursor: from, gone: from < core.oldestAvailableSeq ? core.oldestAvailableSeq : nil)
+        }
+    }
+
+    // MARK: - Observers
+
+    public func add(_ observer: ObserverSnapshot) {
+        core.withLock { $0.add(observer) }
+    }
+
+    /// Removes observer `id`; returns whether it existed, and its parked waiter.
+    public func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
+        core.withLock { $0.remove(id) }
+    }
+
+    /// Forgets every read of observer `id`; false when there is no such
+    /// observer. `then` runs under the lock once they are forgotten.
+    public func clearReads(_ id: String, now: Double, then: () -> Void = {}) -> Bool {
+        core.withLock { core in
+            guard core.clearReads(id, now: now) else { return false }
+            then()
+            return true
+        }
+    }
+
+    /// Marks observer `id` used; false when there is no such observer.
+    public func touch(_ id: String, now: Double) -> Bool {
+        core.withLock { $0.touch(id, now: now) }
+    }
+
+    /// Marks observer `id` used and returns it; nil when there is none.
+    public func touchedObserver(_ id: String, now: Double) -> ObserverSnapshot? {
+        core.withLock { $0.touch(id, now: now) ? $0.observer(id) : nil }
+    }
+
+    /// Marks observer `id` used when it has read every one of `keys`, and
+    /// says whether it has (a read again, which adds nothing).
+    public func touch(_ id: String, now: Double, hasRead keys: [PropertyKey]) -> Bool {
+        core.withLock { $0.touch(id, now: now, hasRead: keys) }
+    }
+
+    // MARK: - Reads
+
+    /// Records that observer `id` read `keys` in a response that reflected
+    /// every change up to `seq`, for a registry whose reads are stored
+    /// nowhere else.
+    public func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackResult {
+        core.withLock { $0.track(id, keys: keys, at: seq, now: now) }
+    }
+
+    /// Plans a read of `keys` by observer `id`, calls `store` with the
+    /// reads it adds (when it adds any) under the lock, then applies them:
+    /// no change is published and no poll answered in between. When
+    /// `store` throws, nothing was added. `store` is also given the keys
+    /// of the reads when they are the last first read's, which all have
+    /// one `seq`: the same array each time.
+    public func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double,
+                      storing store: ([(PropertyKey, Int64)], _ keys: [PropertyKey]?) throws -> Void) rethrows -> TrackResult
     {
-        s.use(at: position, now: now)
-        // A read again (most reads) adds nothing: found without allocating,
-        // and of a kept answer's keys, without looking them up.
-        let (reads, again) = s.observers.inPlace(at: position) { ($0.reads, !$0.reads.isEmpty && $0.lastRead.isSameArray(as: keys)) }
-        if again { return .reads([], replayed: false) }
-        if !reads.isEmpty && keys.allSatisfy({ reads[$0] != nil }) {
-            s.observers.values[position].lastRead = keys
-            return .reads([], replayed: false)
-        }
-        var added: [(PropertyKey, Int64)] = []
-        added.reserveCapacity(keys.count)
-        if reads.isEmpty, let first = s.firstReads, first.keys.count == keys.count, first.keys == keys {
-            // The keys of the last first read, which were distinct.
-            for key in keys { added.append((key, seq)) }
-        } else {
-            var seen = Set<PropertyKey>(minimumCapacity: keys.count)
-            for key in keys where reads[key] == nil && seen.insert(key).inserted {
-                added.append((key, seq))
-            }
-        }
-        if reads.count + added.count > limit { return .refused(.tooManyReads(limit: limit)) }
-        guard !added.isEmpty && seq < s.lastSeq else { return .reads(added, replayed: false) }
-        // Changes committed after the response was built: replay them so
-        // inserted elements count as read, and wake a waiter. (Only then is
-        // the observer copied, with the new reads in it.)
-        var observer = s.observers.values[position]
-        for (key, seq) in added { observer.setRead(key, at: seq) }
-        var replayed = false
-        for change in s.log where change.seq > seq && observer.receives(change) {
-            replayed = true
-            for key in change.impliedReads where observer.reads[key] == nil {
-                observer.setRead(key, at: change.seq)
-                added.append((key, change.seq))
-            }
-        }
-        return .reads(added, replayed: replayed)
+        try core.withLock { try $0.track(id, keys: keys, at: seq, now: now, storing: store) }
+    }
+
+    /// Works out the reads observer `id` adds by reading `keys` in a
+    /// response that reflected every change up to `seq`, with those
+    /// implied by inserts committed since; marks it used, adds nothing yet.
+    public func planTrack(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackPlan {
+        core.withLock { $0.planTrack(id, keys: keys, at: seq, now: now) }
+    }
+
+    /// Adds the reads `planTrack` worked out, once they are stored.
+    public func applyTrack(_ id: String, _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult {
+        core.withLock { $0.applyTrack(id, added, replayed: replayed) }
+    }
+
+    /// Works out the reads each of `reads` adds (see `RegistryCore.planTrack`),
+    /// all under one hold of the lock; adds nothing yet. The caller stores
+    /// them, keeping commits out (the store's writer lock), then calls
+    /// `applyTracks`.
+    public func planTracks(_ reads: [(observer: String, keys: [PropertyKey], seq: Int64, now: Double)]) -> [TrackPlan] {
+        core.withLock { core in reads.map { core.planTrack($0.observer, keys: $0.keys, at: $0.seq, now: $0.now) } }
+    }
+
+    /// Adds the reads `planTracks` worked out, once they are stored.
+    public func applyTracks(_ planned: [(observer: String, added: [(PropertyKey, Int64)], replayed: Bool)]) -> [TrackResult] {
+        core.withLock { core in planned.map { core.applyTrack($0.observer, $0.added, replayed: $0.replayed) } }
     }
 
     // MARK: - Changes
 
     /// Appends committed changes (in `seq` order) to the log and returns the
     /// parked waiters of the observers that receive any of them, removed
-    /// from the registry: the caller answers them after this returns.
-    /// `implied` is told, before this returns, of the reads each insert
-    /// adds to each of its receivers (observer, `seq`, keys).
-    public mutating func publish(_ changes: [Change], implied: ((String, Int64, [PropertyKey]) -> Void)? = nil)
+    /// from the registry. `implied` is told, under the lock, of the reads
+    /// each insert adds to each of its receivers (observer, `seq`, keys).
+    public func publish(_ changes: [Change], implied: ((String, Int64, [PropertyKey]) -> Void)? = nil)
         -> [(observer: String, waiter: any ChangeWaiter)]
     {
-        guard !changes.isEmpty else { return [] }
-        var woken: [(observer: String, waiter: any ChangeWaiter)] = []
-        for change in changes {
-            s.log.append(change)
-            s.lastSeq = change.seq
-            // One key (most changes) has each reader once: no set to build.
-            // Through shapes an observer may be named twice (a shape of
-            // its group's and one of its own): its inbox takes a `seq`
-            // once, its waiter is woken once, and implied reads are set once.
-            var receivers: [ObserverKey]
-            // The first `keyReaders` read a key of the change; the others a
-            // shape, which covers the inserted element already: no implied reads.
-            var keyReaders = Int.max
-            if change.places.isEmpty {
-                receivers = change.keys.count == 1
-                    ? s.readers(of: change.keys[0], before: change.seq)
-                    : Array(Set(change.keys.flatMap { s.readers(of: $0, before: change.seq) }))
-            } else {
-                receivers = []
-                let plain = change.keys.filter { !$0.isPlace }
-                if plain.count == 1 {
-                    receivers = s.readers(of: plain[0], before: change.seq)
-                } else if plain.count > 1 {
-                    receivers = Array(Set(plain.flatMap { s.readers(of: $0, before: change.seq) }))
-                }
-                keyReaders = receivers.count
-                for place in change.places { s.readers(of: place, before: change.seq, into: &receivers) }
-            }
-            // Per receiver, nothing that copies the change: this loop runs
-            // once for every observer a change reaches.
-            let seq = change.seq
-            let impliedReads = change.impliedReads
-            for (index, id) in receivers.enumerated() {
-                if let position = s.inboxes.index(forKey: id) {
-                    if s.inboxes.values[position].seqs.last != seq { s.inboxes.values[position].seqs.append(seq) }
-                } else {
-                    var inbox = Inbox(floor: seq - 1)
-                    inbox.seqs.append(seq)
-                    s.inboxes[id] = inbox
-                }
-                if !impliedReads.isEmpty, index < keyReaders, PlantedFault.current != .dropImpliedReads,
-                   let position = s.observers.index(forKey: id)
-                {
-                    let slot = s.observers.values[position].slot
-                    let epoch = s.slots.epoch(of: slot)
-                    var added: [PropertyKey] = []
-                    // A key already read keeps its `seq` (an appended row
-                    // implies the rows' membership its reader read): moved
-                    // later, a replay from before would pass over changes.
-                    for key in impliedReads where s.observers.values[position].reads[key] == nil {
-                        s.observers.values[position].setRead(key, at: seq)
-                        s.index(key, at: seq, slot: slot, epoch: epoch)
-                        if implied != nil { added.append(key) }
-                    }
-                    if let implied, !added.isEmpty { implied(id.id, seq, added) }
-                }
-                if !s.waiters.isEmpty, let waiter = s.waiters.removeValue(forKey: id) {
-                    woken.append((id.id, waiter))
-                }
-            }
-        }
-        while s.log.count > retain, let first = s.log.popFirst() {
-            s.prunedThrough = first.seq
-        }
-        if PlantedFault.current == .wakeEveryPoll {
-            for (id, waiter) in s.waiters where !woken.contains(where: { $0.observer == id.id }) { woken.append((id.id, waiter)) }
-            s.waiters.removeAll()
-        }
-        return woken
+        core.withLock { $0.publish(changes, implied: implied) }
     }
 
-    /// The changes observer `id` receives after `since` (its own cursor when
-    /// nil), at most `limit` unless that would split a transaction. With
-    /// `coalesce`, they are folded (`Change.coalesce`), and a page of
-    /// `limit` that folds to nothing is passed over for the next one: the
-    /// answer says something, or reaches the newest change. When there is
-    /// nothing to say and `park` is given, `park` is called under the lock
-    /// (so no change can slip in between) and its waiter registered; a
-    /// waiter it displaces is returned so the caller can answer it. Without
-    /// `displacing`, a waiter is parked only where none is, and the poll is
-    /// answered otherwise (a woken poll parking again yields to a newer one).
-    public mutating func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
+    /// Applies what another instance did, in order, under one hold of the
+    /// lock; returns the waiters to wake.
+    public func apply(_ events: [Event]) -> [(observer: String, waiter: any ChangeWaiter)] {
+        guard !events.isEmpty else { return [] }
+        return core.withLock { core in
+            var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+            for event in events {
+                switch event {
+                case .published(let changes):
+                    woken += core.publish(changes)
+                case .added(let observer):
+                    core.add(observer)
+                case .removed(let id):
+                    if let waiter = core.remove(id).waiter { woken.append((id, waiter)) }
+                case .cleared(let id, let now):
+                    _ = core.clearReads(id, now: now)
+                case .tracked(let id, let keys, let seq, let now):
+                    if case .reads(let added, let replayed) = core.planTrack(id, keys: keys, at: seq, now: now),
+                       case .tracked(_, let waiter?) = core.applyTrack(id, added, replayed: replayed)
+                    {
+                        woken.append((id, waiter))
+                    }
+                }
+            }
+            return woken
+        }
+    }
+
+    /// Runs `body` with no operation of the registry under way: whatever
+    /// operations persist under the lock (`track(storing:)`, `publish`'s
+    /// `implied`, `clearReads`' `then`) is then not in flight.
+    public func quiesced<T>(_ body: () throws -> T) rethrows -> T {
+        try core.withLock { _ in try body() }
+    }
+
+    // MARK: - The feed
+
+    /// Observer `id`'s changes after `since` (its cursor when nil), at most
+    /// `limit` (see `RegistryCore.poll`). When there are none and `park`
+    /// is given, `park` is called under the lock and its waiter registered;
+    /// a waiter it displaces is returned.
+    public func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
                      park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
     {
-        let id = ObserverKey(id)
-        // Found once by position and updated in place: a poll is on the
-        // path of every wake-up, and each lookup hashes the id again.
-        guard let position = s.observers.index(forKey: id) else { return (.unknownObserver, nil) }
-        s.use(at: position, now: now)
-        let observer = s.observers.values[position]
-        let since = since ?? observer.cursor
-        if since < s.prunedThrough { return (.gone(oldestAvailable: s.prunedThrough), nil) }
-        if since > s.lastSeq { return (.ahead(newest: s.lastSeq), nil) }
-        let inboxPosition = s.inboxes.index(forKey: id)
-        if let inboxPosition, since >= s.inboxes.values[inboxPosition].floor {
-            s.inboxes.values[inboxPosition].acknowledge(through: max(since, s.prunedThrough))
-        }
-        let inbox = inboxPosition.map { s.inboxes.values[$0] }
-        var (found, cursor) = s.page(observer, inbox: inbox, after: since, limit: limit)
-        if coalesce {
-            found = Change.coalesce(found)
-            while found.isEmpty && cursor < s.lastSeq {
-                (found, cursor) = s.page(observer, inbox: inbox, after: cursor, limit: limit)
-                found = Change.coalesce(found)
-            }
-        }
-        if found.isEmpty, let park, displacing || s.waiters[id] == nil, let waiter = park() {
-            let displaced = s.waiters.updateValue(waiter, forKey: id)
-            return (.parked, displaced)
-        }
-        // The cursor last answered, whatever `since` was, is where a poll
-        // without `since` goes on: saved at the next housekeeping, and so
-        // by a clean stop.
-        if observer.cursor != cursor, PlantedFault.current != .forgetCursor {
-            s.observers.values[position].cursor = cursor
-            s.dirty.insert(id)
-        }
-        return (.changes(found, cursor: cursor), nil)
+        core.withLock { $0.poll(id, since: since, limit: limit, coalesce: coalesce, now: now, displacing: displacing, park: park) }
     }
 
-    /// Makes `cursor` observer `id`'s cursor, the default `since`: the one
-    /// last answered to it (a repair's), or saved by another instance.
-    /// Saved at the next housekeeping when it moved.
-    public mutating func setCursor(of id: String, to cursor: Int64) {
-        let id = ObserverKey(id)
-        guard let position = s.observers.index(forKey: id), PlantedFault.current != .forgetCursor else { return }
-        let cursor = min(cursor, s.lastSeq)
-        guard s.observers.values[position].cursor != cursor else { return }
-        s.observers.values[position].cursor = cursor
-        s.dirty.insert(id)
+    /// A new poll of observer `id`, its one consumer from now on: a stream
+    /// open for it is superseded (and returned in `ended`, parked or
+    /// delivering now: it stops before its next answer), then the poll is
+    /// answered or parked as `poll` does, displacing a parked poll.
+    public func pollAsConsumer(_ id: String, since: Int64?, limit: Int, coalesce: Bool, now: Double,
+                               park: (() -> (any ChangeWaiter)?)?) -> (poll: Poll, displaced: (any ChangeWaiter)?, ended: [any ChangeWaiter])
+    {
+        core.withLock { core in
+            var ended: [any ChangeWaiter] = []
+            if core.waiter(of: id) is any StreamWaiter, let parked = core.takeWaiter(of: id) { ended.append(parked) }
+            if !core.streams.isEmpty, let open = core.streams.removeValue(forKey: id) {
+                open.supersede()
+                if open !== ended.first { ended.append(open) }
+            }
+            let (poll, displaced) = core.poll(id, since: since, limit: limit, coalesce: coalesce, now: now, park: park)
+            return (poll, displaced, ended)
+        }
+    }
+
+    /// Asks again for a parked poll that a change woke: nil when another
+    /// (its deadline, a newer poll, a deletion) claimed it. When there is
+    /// still nothing to say it is parked again, unless it expired, `parkAgain`
+    /// is false, or a newer poll parked meanwhile, and its claim given back.
+    public func repoll(_ waiter: any PollWaiter, parkAgain: Bool, now: Double) -> Poll? {
+        core.withLock { core in
+            guard waiter.claim() else { return nil }
+            let (result, _) = core.poll(waiter.observer, since: waiter.since, limit: waiter.limit, coalesce: waiter.coalesce,
+                                        now: now, displacing: false,
+                                        park: { waiter.isExpired || !parkAgain ? nil : waiter })
+            if case .parked = result { waiter.unclaim() }
+            return result
+        }
+    }
+
+    /// Answers a parked poll whose deadline passed: withdrawn, then asked
+    /// again; also the cursor before. Nil when a wake, a newer poll or a
+    /// deletion claimed it.
+    public func answerAtDeadline(_ waiter: any PollWaiter, now: Double) -> (poll: Poll, cursorBefore: Int64?)? {
+        core.withLock { core in
+            core.withdraw(waiter, of: waiter.observer)
+            guard waiter.claim() else { return nil }
+            let before = core.cursor(of: waiter.observer)
+            return (core.poll(waiter.observer, since: waiter.since, limit: waiter.limit, coalesce: waiter.coalesce, now: now).poll, before)
+        }
+    }
+
+    /// Makes `stream` observer `id`'s open stream and its one consumer: an
+    /// earlier stream of it is superseded and returned, as is a waiter
+    /// parked for it (taken away).
+    public func openStream(_ stream: any StreamWaiter, of id: String) -> (displaced: (any ChangeWaiter)?, earlier: (any StreamWaiter)?) {
+        core.withLock { core in
+            let earlier = core.streams.updateValue(stream, forKey: id)
+            earlier?.supersede()
+            return (core.takeWaiter(of: id), earlier)
+        }
+    }
+
+    /// Forgets `stream`, which ended: withdrawn as observer `id`'s waiter,
+    /// and as its open stream, where it still is either.
+    public func closeStream(_ stream: any StreamWaiter, of id: String) {
+        core.withLock { core in
+            core.withdraw(stream, of: id)
+            if core.streams[id] === stream { core.streams[id] = nil }
+        }
+    }
+
+    /// The next changes for `stream` after its cursor `since`, parking it
+    /// when there are none and it is open (where no other consumer is
+    /// parked); nil once it has been superseded.
+    public func pollStream(_ stream: any StreamWaiter, of id: String, since: Int64, limit: Int, coalesce: Bool, now: Double) -> Poll? {
+        core.withLock { core in
+            guard !stream.isSuperseded else { return nil }
+            return core.poll(id, since: since, limit: limit, coalesce: coalesce, now: now, displacing: false,
+                             park: { stream.isOpen ? stream : nil }).poll
+        }
+    }
+
+    public func setCursor(of id: String, to cursor: Int64) {
+        core.withLock { $0.setCursor(of: id, to: cursor) }
     }
 
     /// Observer `id`'s parked waiter, if any.
     public func waiter(of id: String) -> (any ChangeWaiter)? {
-        s.waiters[ObserverKey(id)]
+        core.withLock { $0.waiter(of: id) }
     }
 
     /// Removes and returns observer `id`'s parked waiter, if any.
-    public mutating func takeWaiter(of id: String) -> (any ChangeWaiter)? {
-        s.waiters.removeValue(forKey: ObserverKey(id))
+    public func takeWaiter(of id: String) -> (any ChangeWaiter)? {
+        core.withLock { $0.takeWaiter(of: id) }
+    }
+
+    /// Removes and returns the parked waiters of `ids`, each with its observer.
+    public func takeWaiters(of ids: [String]) -> [(observer: String, waiter: any ChangeWaiter)] {
+        core.withLock { core in ids.compactMap { id in core.takeWaiter(of: id).map { (id, $0) } } }
     }
 
     /// Removes `waiter` if it is still observer `id`'s waiter.
-    public mutating func withdraw(_ waiter: any ChangeWaiter, of id: String) {
-        let id = ObserverKey(id)
-        if let current = s.waiters[id], current === waiter { s.waiters[id] = nil }
+    public func withdraw(_ waiter: any ChangeWaiter, of id: String) {
+        core.withLock { $0.withdraw(waiter, of: id) }
     }
 
     // MARK: - Housekeeping
 
     /// Removes observers unused for longer than their TTL (a parked
     /// long-poll counts as use) and returns their ids.
-    public mutating func expire(now: Double) -> [String] {
-        var expired: [String] = []
-        var again: [Expiry] = []
-        while let due = s.expiries.min, due.time < now {
-            _ = s.expiries.removeMin()
-            guard let observer = s.observers[due.id] else { continue }
-            let time = observer.lastUsed + Double(observer.ttlSeconds)
-            if time < now && s.waiters[due.id] == nil {
-                expired.append(due.id.id)
-            } else {
-                // Used since, or parked (a parked poll counts as use: looked
-                // at again in a second, as a walk would).
-                again.append(Expiry(at: time < now ? now + 1 : time, due.id))
-            }
-        }
-        for expiry in again { s.expiries.insert(expiry) }
-        for id in expired.map(ObserverKey.init) {
-            if let observer = s.observers.removeValue(forKey: id) {
-                droppedReadRecords += Self.records(of: observer)
-                s.unindex(observer, releasing: true)
-            }
-            s.dirty.remove(id)
-            s.inboxes[id] = nil
-        }
-        return expired
+    public func expire(now: Double) -> [String] {
+        core.withLock { $0.expire(now: now) }
     }
 
-    /// Observers to save since the last call: those whose implicit cursor
-    /// was used, and those whose saved use is stale (`use(at:)`). A parked
-    /// observer is not rewritten every second: its poll's answer marks it
-    /// used, and expiry skips it while it is parked. With `touchingParked`,
-    /// a parked observer whose saved use is past half its TTL counts as
-    /// used now (where other processes decide expiry on what is saved).
-    public mutating func takeDirty(now: Double, touchingParked: Bool = false) -> [ObserverSnapshot] {
-        if touchingParked {
-            for id in s.waiters.keys {
-                guard let observer = s.observers[id], observer.savedUse + Double(observer.ttlSeconds) / 2 < now else { continue }
-                s.observers[id]!.lastUsed = now
-                s.dirty.insert(id)
-            }
+    /// Observers to save since the last call (see `RegistryCore.takeDirty`).
+    public func takeDirty(now: Double, touchingParked: Bool = false) -> [ObserverSnapshot] {
+        core.withLock { $0.takeDirty(now: now, touchingParked: touchingParked) }
+    }
+
+    /// What one round of housekeeping persists, taken at one moment: the
+    /// log kept from `prunedThrough` on, the observers expired (when
+    /// `expiring`; else none), and the observers to save (`takeDirty`).
+    public func housekeeping(now: Double, expiring: Bool, touchingParked: Bool = false)
+        -> (prunedThrough: Int64, expired: [String], used: [ObserverSnapshot])
+    {
+        core.withLock { core in
+            (core.oldestAvailableSeq, expiring ? core.expire(now: now) : [], core.takeDirty(now: now, touchingParked: touchingParked))
         }
-        var snapshots: [ObserverSnapshot] = []
-        snapshots.reserveCapacity(s.dirty.count)
-        for id in s.dirty {
-            guard let position = s.observers.index(forKey: id) else { continue }
-            s.observers.values[position].savedUse = s.observers.values[position].lastUsed
-            snapshots.append(s.observers.values[position])
-        }
-        s.dirty.removeAll(keepingCapacity: true)
-        return snapshots
     }
 }

@@ -15,7 +15,7 @@ public struct ObserverSnapshot: Sendable, Equatable {
     /// what it is.
     var slot: Int32 = -1
     /// The registry's group of observers whose first read was the same
-    /// (`ObservationRegistry.Group`), -1 for none.
+    /// (`RegistryCore.Group`), -1 for none.
     var group: Int32 = -1
     /// The keys of the last read tracked, all in `reads`: a read of the
     /// same array again (a kept answer's) adds nothing, found without
@@ -90,5 +90,35 @@ struct ShapeRead: Sendable {
     let seq: Int64
 }
 
-/// Something waiting for an observer's next change: a parked long-poll.
+/// Something waiting for an observer's next change: a parked long-poll,
+/// or an event stream with nothing to send.
 public protocol ChangeWaiter: AnyObject, Sendable {}
+
+/// A parked long-poll: answered once, by whichever of a wake, its
+/// deadline, a newer poll or a deletion claims it first (two of them must
+/// not both move the cursor when only one answer reaches the client).
+public protocol PollWaiter: ChangeWaiter {
+    var observer: String { get }
+    var since: Int64? { get }
+    var limit: Int { get }
+    var coalesce: Bool { get }
+    /// Set once its deadline passed (or the server stops): a wake does not
+    /// park it again from then on.
+    var isExpired: Bool { get }
+    /// Takes the answering on oneself; false when another has taken it.
+    func claim() -> Bool
+    /// Gives the claim back (a wake that parked it again).
+    func unclaim()
+}
+
+/// An open event stream of an observer's changes: parked whenever it has
+/// nothing to send, and the observer's one consumer while it is open.
+public protocol StreamWaiter: ChangeWaiter {
+    var isOpen: Bool { get }
+    /// Set, under the registry's lock, when a poll or another stream of its
+    /// observer takes its place: it answers nothing more from then on, so
+    /// the cursor it moves is never newer than theirs, even when it was
+    /// delivering at the moment (not parked, so not found as the waiter).
+    var isSuperseded: Bool { get }
+    func supersede()
+}

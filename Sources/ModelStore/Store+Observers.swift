@@ -13,9 +13,9 @@ extension Store {
         }
         return try exclusive { storage in
             // Under the writer lock no commit can move `seq` meanwhile.
-            let observer = ObserverSnapshot(id: Identifier.make(), cursor: registry.withLock { $0.lastSeq }, ttlSeconds: ttlSeconds, lastUsed: now)
+            let observer = ObserverSnapshot(id: Identifier.make(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now)
             try storage.insertObserver(observer)
-            registry.withLock { $0.add(observer) }
+            registry.add(observer)
             return observer
         }
     }
@@ -23,7 +23,7 @@ extension Store {
     /// Deletes an observer and its reads; returns its parked waiter, if any.
     public func deleteObserver(_ id: String) throws -> (any ChangeWaiter)? {
         try exclusive { storage in
-            let (existed, waiter) = registry.withLock { $0.remove(id) }
+            let (existed, waiter) = registry.remove(id)
             guard existed else { throw ModelError.notFound("no observer \(id)") }
             try storage.deleteObserver(id)
             return waiter
@@ -34,18 +34,14 @@ extension Store {
     public func clearReads(of id: String, now: Double = ServerClock.wallSeconds) throws {
         try exclusive { storage in
             guard let readJournal else {
-                guard registry.withLock({ $0.clearReads(id, now: now) }) else { throw ModelError.notFound("no observer \(id)") }
+                guard registry.clearReads(id, now: now) else { throw ModelError.notFound("no observer \(id)") }
                 try storage.clearReads(of: id)
                 return
             }
             // The reads journaled before the clear are stored, then deleted
             // with the others: none is folded in after it.
             try foldIdleReads(readJournal, on: storage)
-            let cleared = registry.withLock { registry in
-                guard registry.clearReads(id, now: now) else { return false }
-                readJournal.swap()
-                return true
-            }
+            let cleared = registry.clearReads(id, now: now) { readJournal.swap() }
             guard cleared else { throw ModelError.notFound("no observer \(id)") }
             try foldIdleReads(readJournal, on: storage)
             try storage.clearReads(of: id)
@@ -78,7 +74,7 @@ extension Store {
             if case .tracked(_, let waiter?) = result, let wake = wakeHandler { wake([(id, waiter)]) }
             return PendingTrack.outcome(of: result, observer: id)
         }
-        if registry.withLock({ $0.touch(id, now: now, hasRead: keys) }) { return .success(()) }
+        if registry.touch(id, now: now, hasRead: keys) { return .success(()) }
         let track = PendingTrack(observer: id, keys: keys, seq: seq, now: now, completion: completion())
         return commitOrQueue(track, wait: wait) ? track.outcome : nil
     }
@@ -91,20 +87,18 @@ extension Store {
     private func journal(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double,
                          in readJournal: ReadJournal) -> ObservationRegistry.TrackResult?
     {
-        registry.withLock { registry in
-            do {
-                return try registry.track(id, keys: keys, at: seq, now: now) { added, keys in
-                    if let keys, let seq = added.first?.1 {
-                        try readJournal.append([ObserverReads(observer: id, seq: seq, keys: keys)])
-                    } else {
-                        try readJournal.append(ObserverReads.runs(of: id, added))
-                    }
-                    if readJournal.askFold() { folder.withLock { $0 }?.wake() }
+        do {
+            return try registry.track(id, keys: keys, at: seq, now: now) { added, keys in
+                if let keys, let seq = added.first?.1 {
+                    try readJournal.append([ObserverReads(observer: id, seq: seq, keys: keys)])
+                } else {
+                    try readJournal.append(ObserverReads.runs(of: id, added))
                 }
-            } catch {
-                logger.error("the read journal failed, reads go to the database: \(error)")
-                return nil
+                if readJournal.askFold() { folder.withLock { $0 }?.wake() }
             }
+        } catch {
+            logger.error("the read journal failed, reads go to the database: \(error)")
+            return nil
         }
     }
 
@@ -150,7 +144,7 @@ extension Store {
             try foldIdleInChunks(readJournal)
             // Under the writer lock: `clearReads` swaps too.
             let swapped = try exclusive { _ in
-                registry.withLock { _ in
+                registry.quiesced {
                     guard readJournal.idleIsEmpty,
                           all ? readJournal.activeSize > 0 : readJournal.activeSize >= ReadJournal.foldThreshold
                     else { return false }
@@ -182,7 +176,7 @@ extension Store {
     func compactReadsIfDue() {
         guard readJournal != nil else { return }
         do {
-            let dropped = registry.withLock { $0.droppedReadRecords }
+            let dropped = registry.droppedReadRecords
             let through: Int64? = try exclusive { storage in
                 guard let storage = storage as? SQLiteStorage else { return nil }
                 let dead = dropped - readCompaction.withLock { $0 } + storage.deadBatchedReads
@@ -194,12 +188,7 @@ extension Store {
             while let last = try exclusive({ storage in
                 try storage.transaction {
                     try (storage as! SQLiteStorage).compactReadBatches(after: after, through: through, limit: 2) { entries in
-                        registry.withLock { registry in
-                            entries.map { entry in
-                                guard let observer = registry.observer(entry.observer) else { return false }
-                                return entry.keys.allSatisfy { observer.reads[$0] == entry.seq }
-                            }
-                        }
+                        registry.stillReads(entries)
                     }
                 }
             }) {
@@ -227,9 +216,7 @@ extension Store {
         do {
             try transaction(on: storage, woken: &woken) {
                 // Worked out under one hold of the registry's lock for all.
-                let plans = registry.withLock { registry in
-                    tracks.map { registry.planTrack($0.observer, keys: $0.keys, at: $0.seq, now: $0.now) }
-                }
+                let plans = registry.planTracks(tracks.map { ($0.observer, $0.keys, $0.seq, $0.now) })
                 var reads: [ObserverReads] = []
                 reads.reserveCapacity(tracks.count)
                 for (track, plan) in zip(tracks, plans) {
@@ -250,12 +237,10 @@ extension Store {
             for track in tracks { track.fail(error) }
             return
         }
-        registry.withLock { registry in
-            for (track, added, replayed) in planned {
-                let result = registry.applyTrack(track.observer, added, replayed: replayed)
-                if case .tracked(_, let waiter?) = result { woken.append((track.observer, waiter)) }
-                track.conclude(result)
-            }
+        let results = registry.applyTracks(planned.map { ($0.track.observer, $0.added, $0.replayed) })
+        for ((track, _, _), result) in zip(planned, results) {
+            if case .tracked(_, let waiter?) = result { woken.append((track.observer, waiter)) }
+            track.conclude(result)
         }
     }
 }

@@ -12,7 +12,7 @@ extension Store {
     /// another shape) are left out.
     public func repair(_ id: String, since: Int64) throws -> (changes: [Change], cursor: Int64) {
         let state = snapshot.state
-        guard let observer = registry.withLock({ $0.observer(id) }) else { throw ModelError.notFound("no observer \(id)") }
+        guard let observer = registry.observer(id) else { throw ModelError.notFound("no observer \(id)") }
         var values: [String: String] = [:]
         var members: [String: [(id: String, element: String)]] = [:]
         func visit(_ resource: Resource, _ record: Record) {
@@ -76,7 +76,7 @@ extension Store {
                 }
             }
         }
-        registry.withLock { $0.setCursor(of: id, to: cursor) }
+        registry.setCursor(of: id, to: cursor)
         return (changes, cursor)
     }
 }

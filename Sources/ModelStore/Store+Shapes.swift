@@ -61,9 +61,8 @@ extension Store {
         }
         shapes.sort { $0.0.key.path < $1.0.key.path }
         // The removes since the earliest of its shapes, found in one pass.
-        let removals = shapes.isEmpty ? [] : registry.withLock {
-            $0.changes(after: shapes.map(\.1).min() ?? 0, landingIn: Set(shapes.map(\.0.collection)), operation: .remove)
-        }
+        let removals = shapes.isEmpty ? []
+            : registry.changes(after: shapes.map(\.1).min() ?? 0, landingIn: Set(shapes.map(\.0.collection)), operation: .remove)
         for (shape, seq) in shapes {
             paths.insert(shape.collection)
             // Listed whole or not at all: about one entry per member of each element.

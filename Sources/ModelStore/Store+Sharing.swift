@@ -159,37 +159,33 @@ extension Store {
         let changes = seqs.isEmpty ? [] : try shared.changes(after: state.seq, through: seqs.last!.last)
         var nextChange = 0
         let now = ServerClock.wallSeconds
-        registry.withLock { registry in
-            for entry in entries {
-                switch entry.kind {
-                case .insert, .update, .delete:
-                    state.apply(entry, catalog)
-                case .changes:
-                    var published: [Change] = []
-                    while nextChange < changes.count, changes[nextChange].seq <= entry.last {
-                        if changes[nextChange].seq >= entry.first { published.append(changes[nextChange]) }
-                        nextChange += 1
-                    }
-                    woken += registry.publish(published)
-                    state.seq = max(state.seq, entry.last)
-                case .observer:
-                    registry.add(ObserverSnapshot(id: entry.id, cursor: entry.first, ttlSeconds: Int(entry.last),
-                                                  lastUsed: Double(entry.body ?? "") ?? now))
-                case .unobserve:
-                    let (_, waiter) = registry.remove(entry.id)
-                    if let waiter { woken.append((entry.id, waiter)) }
-                case .clear:
-                    _ = registry.clearReads(entry.id, now: now)
-                case .track:
-                    let keys = PropertyKey.keys(joined: entry.body ?? "")
-                    if case .reads(let added, let replayed) = registry.planTrack(entry.id, keys: keys, at: entry.first, now: now),
-                       case .tracked(_, let waiter?) = registry.applyTrack(entry.id, added, replayed: replayed)
-                    {
-                        woken.append((entry.id, waiter))
-                    }
+        // The rows go to the state, which nobody sees before it is
+        // current; what the registry learns is applied in one operation.
+        var events: [ObservationRegistry.Event] = []
+        for entry in entries {
+            switch entry.kind {
+            case .insert, .update, .delete:
+                state.apply(entry, catalog)
+            case .changes:
+                var published: [Change] = []
+                while nextChange < changes.count, changes[nextChange].seq <= entry.last {
+                    if changes[nextChange].seq >= entry.first { published.append(changes[nextChange]) }
+                    nextChange += 1
                 }
+                events.append(.published(published))
+                state.seq = max(state.seq, entry.last)
+            case .observer:
+                events.append(.added(ObserverSnapshot(id: entry.id, cursor: entry.first, ttlSeconds: Int(entry.last),
+                                                      lastUsed: Double(entry.body ?? "") ?? now)))
+            case .unobserve:
+                events.append(.removed(entry.id))
+            case .clear:
+                events.append(.cleared(entry.id, now: now))
+            case .track:
+                events.append(.tracked(entry.id, keys: PropertyKey.keys(joined: entry.body ?? ""), seq: entry.first, now: now))
             }
         }
+        woken += registry.apply(events)
         let next = Snapshot(state)
         current.withLock { $0 = next }
         appliedVersion.withLock { $0 = max($0, last.version) }
@@ -200,12 +196,12 @@ extension Store {
     /// every parked poll is asked again.
     private func reload(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)]) throws {
         logger.warning("the shared journal no longer holds what this instance missed: loading everything again")
-        let retain = Int64(registry.withLock { $0.retain })
+        let retain = Int64(registry.retain)
         let (state, version, observers, changes) = try shared.consistently {
             let state = try Self.loadState(shared, catalog)
             return (state, try shared.lastVersion(), try shared.observers(), try shared.changes(after: state.seq - retain))
         }
-        woken += registry.withLock { $0.reload(observers: observers, changes: changes, lastSeq: state.seq) }
+        woken += registry.reload(observers: observers, changes: changes, lastSeq: state.seq)
         let next = Snapshot(state)
         current.withLock { $0 = next }
         appliedVersion.withLock { $0 = version }
@@ -264,7 +260,7 @@ extension Store {
     @discardableResult
     public func refreshCursor(of id: String) throws -> Int64? {
         guard let shared, PlantedFault.current != .forgetCursor, let saved = try shared.savedCursor(of: id) else { return nil }
-        registry.withLock { $0.setCursor(of: id, to: saved) }
+        registry.setCursor(of: id, to: saved)
         return saved
     }
 
@@ -293,7 +289,6 @@ extension Store {
     /// observers parked anew elsewhere; remembers the streams opened
     /// elsewhere.
     private func giveWay(_ parked: [ParkedAnnouncement]) {
-        var displaced: [(observer: String, waiter: any ChangeWaiter)] = []
         let others = parked.filter { $0.instance != instance }
         guard !others.isEmpty else { return }
         remoteStreams.withLock { streams in
@@ -301,11 +296,7 @@ extension Store {
                 if announcement.stream { streams.insert(announcement.observer) } else { streams.remove(announcement.observer) }
             }
         }
-        registry.withLock { registry in
-            for announcement in others {
-                if let waiter = registry.takeWaiter(of: announcement.observer) { displaced.append((announcement.observer, waiter)) }
-            }
-        }
+        let displaced = registry.takeWaiters(of: others.map(\.observer))
         if !displaced.isEmpty, let handler = displacedHandler.withLock({ $0 }) { handler(displaced) }
     }
 
@@ -334,9 +325,7 @@ extension Store {
     static let sharedExpiryGrace = 2.0
 
     func maintainShared(_ shared: any SharedStorage, now: Double) {
-        let (prunedThrough, dirty) = registry.withLock { registry in
-            (registry.oldestAvailableSeq, registry.takeDirty(now: now, touchingParked: true))
-        }
+        let (prunedThrough, _, dirty) = registry.housekeeping(now: now, expiring: false, touchingParked: true)
         do {
             try writer.withLock { storage in
                 try storage.housekeep(pruneThrough: prunedThrough, expired: [], used: dirty)
@@ -346,7 +335,7 @@ extension Store {
             if !expired.isEmpty {
                 try exclusive { storage in
                     for id in expired {
-                        guard let waiter = registry.withLock({ $0.remove(id) }).waiter else { try storage.deleteObserver(id); continue }
+                        guard let waiter = registry.remove(id).waiter else { try storage.deleteObserver(id); continue }
                         try storage.deleteObserver(id)
                         if let wake = wakeHandler { wake([(id, waiter)]) }
                     }

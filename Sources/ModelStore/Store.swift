@@ -32,7 +32,7 @@ public final class Store: Sendable {
 
     /// Who read what, and the recent change log; woken observers are
     /// answered after its lock is released.
-    public let registry: Locked<ObservationRegistry>
+    public let registry: ObservationRegistry
     public let catalog: Catalog
     let writer: Locked<any ModelStorage>
     /// The same storage when several instances share it; its calls made
@@ -120,7 +120,7 @@ public final class Store: Sendable {
         }
         self.readJournal = configuration.synchronous == .normal ? readJournal : nil
         if configuration.synchronous != .normal { readJournal?.close(removing: true) }
-        var registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
+        let registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
         let shared = storage as? any SharedStorage
         // Shared: loaded in an ordered transaction, so that no other
         // instance commits between the rows and the version they reflect.
@@ -135,7 +135,7 @@ public final class Store: Sendable {
             shared?.rollback()
             throw error
         }
-        self.registry = Locked(registry)
+        self.registry = registry
         self.catalog = catalog
         self.writer = Locked(storage)
         self.shared = shared
@@ -348,9 +348,8 @@ public final class Store: Sendable {
         // With the read journal, a read can be tracked between an insert's
         // stored receivers and this: the reads the insert implies for it are
         // journaled here, before any poll can deliver through them.
-        woken += registry.withLock { registry in
-            guard let readJournal else { return registry.publish(committed) }
-            return registry.publish(committed) { observer, seq, keys in
+        if let readJournal {
+            woken += registry.publish(committed) { observer, seq, keys in
                 guard storedImplied[seq]?.contains(observer) != true else { return }
                 do {
                     try readJournal.append([ObserverReads(observer: observer, seq: seq, keys: keys)])
@@ -358,6 +357,8 @@ public final class Store: Sendable {
                     self.logger.error("the read journal failed: \(error)")
                 }
             }
+        } else {
+            woken += registry.publish(committed)
         }
         let next = Snapshot(state)
         current.withLock { $0 = next }
@@ -381,9 +382,7 @@ public final class Store: Sendable {
         // skipped by PostgreSQL's join; on SQLite its row stays until the
         // next start deletes it (see `SQLiteStorage.observers`).
         guard !change.impliedReads.isEmpty else { return nil }
-        let receivers = registry.withLock { registry in
-            change.keys.reduce(into: Set<String>()) { $0.formUnion(registry.readers(of: $1, before: change.seq)) }
-        }
+        let receivers = registry.readers(of: change.keys, before: change.seq)
         try storage.addReads(receivers.map { ObserverReads(observer: $0, seq: change.seq, keys: change.impliedReads) })
         return receivers
     }
@@ -438,9 +437,7 @@ public final class Store: Sendable {
             maintainShared(shared, now: now)
             return
         }
-        let (prunedThrough, expired, dirty) = registry.withLock { registry in
-            (registry.oldestAvailableSeq, registry.expire(now: now), registry.takeDirty(now: now))
-        }
+        let (prunedThrough, expired, dirty) = registry.housekeeping(now: now, expiring: true)
         do {
             try writer.withLock { storage in
                 try storage.housekeep(pruneThrough: prunedThrough, expired: expired, used: dirty)

@@ -9,7 +9,7 @@ import Testing
     /// A registry whose observer "a" read `/x`, then `/x` went 0 → 1 → 0
     /// (seqs 1 and 2), each change its own transaction.
     static func registry() -> ObservationRegistry {
-        var registry = ObservationRegistry(retain: 100)
+        let registry = ObservationRegistry(retain: 100)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
         _ = registry.track("a", keys: [PropertyKey("/x")], at: 0, now: 0)
         _ = registry.publish([
@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test func aPageThatFoldsToNothingIsPassedOverAndAPollWithOnlySuchChangesParks() {
-        var registry = Self.registry()
+        let registry = Self.registry()
         let waiter = Waiter()
         let (parked, _) = registry.poll("a", since: 0, limit: 2, coalesce: true, now: 0) { waiter }
         guard case .parked = parked else {
@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test func aWokenPollParkingAgainYieldsToANewerPoll() {
-        var registry = Self.registry()
+        let registry = Self.registry()
         let older = Waiter()
         let newer = Waiter()
         _ = registry.poll("a", since: 2, limit: 10, coalesce: true, now: 0) { older }

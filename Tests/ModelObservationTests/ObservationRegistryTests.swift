@@ -9,7 +9,7 @@ final class Waiter: ChangeWaiter {}
     }
 
     @Test func changeReachesOnlyObserversThatReadItsKeyBeforeIt() {
-        var registry = ObservationRegistry(retain: 100)
+        let registry = ObservationRegistry(retain: 100)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
         registry.add(ObserverSnapshot(id: "b", cursor: 0, ttlSeconds: 60, lastUsed: 0))
         _ = registry.track("a", keys: [PropertyKey("/x")], at: 0, now: 0)
@@ -28,7 +28,7 @@ final class Waiter: ChangeWaiter {}
     /// cleared their reads, also once their slots are given to new ones, and
     /// drops such entries when they pile up.
     @Test func readersAreThoseStillReadingAfterRemovalsClearsAndReuse() {
-        var registry = ObservationRegistry(retain: 1000)
+        let registry = ObservationRegistry(retain: 1000)
         let x = PropertyKey("/x"), y = PropertyKey("/y")
         for i in 0..<200 {
             registry.add(ObserverSnapshot(id: "o\(i)", cursor: 0, ttlSeconds: 60, lastUsed: 0))
@@ -69,7 +69,7 @@ final class Waiter: ChangeWaiter {}
     /// change reaches the members that read before it and still do, and
     /// a group whose members all went leaves nothing behind.
     @Test func observersWithTheSameFirstReadAreReachedAsAGroup() {
-        var registry = ObservationRegistry(retain: 1000)
+        let registry = ObservationRegistry(retain: 1000)
         let x = PropertyKey("/x"), y = PropertyKey("/y")
         _ = registry.publish((1...5).map { change($0, "/z") })
         for i in 0..<100 {
@@ -104,7 +104,7 @@ final class Waiter: ChangeWaiter {}
     /// A read of the very array read before adds nothing, found by its
     /// identity; once the observer cleared its reads, it adds them again.
     @Test(arguments: [false, true]) func aReadOfTheSameArrayAfterAClearAddsItsKeysAgain(storing: Bool) {
-        var registry = ObservationRegistry(retain: 100)
+        let registry = ObservationRegistry(retain: 100)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
         let x = PropertyKey("/x"), y = PropertyKey("/y")
         let keys = [x, y]
@@ -127,7 +127,7 @@ final class Waiter: ChangeWaiter {}
     }
 
     @Test func readAfterAChangeDoesNotReceiveIt() {
-        var registry = ObservationRegistry(retain: 100)
+        let registry = ObservationRegistry(retain: 100)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
         _ = registry.publish([change(1, "/x")])
         _ = registry.track("a", keys: [PropertyKey("/x")], at: 1, now: 0)
@@ -140,7 +140,7 @@ final class Waiter: ChangeWaiter {}
     }
 
     @Test func retentionDropsOldChangesAndOldCursorsAreGone() {
-        var registry = ObservationRegistry(retain: 2)
+        let registry = ObservationRegistry(retain: 2)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
         _ = registry.publish([change(1, "/x"), change(2, "/x"), change(3, "/x")])
         #expect(registry.oldestAvailableSeq == 1)
@@ -150,7 +150,7 @@ final class Waiter: ChangeWaiter {}
     }
 
     @Test func aUseIsSavedOnceItIsAQuarterOfTheTTLOldAndAnImplicitCursorEveryTime() {
-        var registry = ObservationRegistry(retain: 10)
+        let registry = ObservationRegistry(retain: 10)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 40, lastUsed: 0))
         // Polls with `since`: the use is saved when 10 s (a quarter of 40) old.
         _ = registry.poll("a", since: 0, limit: 10, now: 9)
@@ -174,7 +174,7 @@ final class Waiter: ChangeWaiter {}
     }
 
     @Test func aParkedObserverIsTouchedForOthersWhenItsSavedUseIsHalfItsTTLOld() {
-        var registry = ObservationRegistry(retain: 10)
+        let registry = ObservationRegistry(retain: 10)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 40, lastUsed: 0))
         // Parked at 9: used, but not saved (the saved use is 0).
         _ = registry.poll("a", since: 0, limit: 10, now: 9) { Waiter() }
@@ -184,7 +184,7 @@ final class Waiter: ChangeWaiter {}
     }
 
     @Test func expiryDropsIdleObserversButNotParkedOnes() {
-        var registry = ObservationRegistry(retain: 10)
+        let registry = ObservationRegistry(retain: 10)
         registry.add(ObserverSnapshot(id: "idle", cursor: 0, ttlSeconds: 5, lastUsed: 0))
         registry.add(ObserverSnapshot(id: "parked", cursor: 0, ttlSeconds: 5, lastUsed: 0))
         _ = registry.track("idle", keys: [PropertyKey("/x")], at: 0, now: 0)
@@ -201,7 +201,7 @@ final class Waiter: ChangeWaiter {}
     /// at: one used since it was queued is looked at again at its new time,
     /// a parked one every second until it leaves.
     @Test func anObserverUsedSinceItWasQueuedExpiresAtItsNewTimeAndAParkedOneOnceItLeaves() {
-        var registry = ObservationRegistry(retain: 10)
+        let registry = ObservationRegistry(retain: 10)
         registry.add(ObserverSnapshot(id: "used", cursor: 0, ttlSeconds: 5, lastUsed: 0))
         registry.add(ObserverSnapshot(id: "parked", cursor: 0, ttlSeconds: 5, lastUsed: 0))
         registry.add(ObserverSnapshot(id: "idle", cursor: 0, ttlSeconds: 7, lastUsed: 0))
@@ -230,7 +230,7 @@ final class Waiter: ChangeWaiter {}
     /// leave their entries in the expiry queue only until it holds twice
     /// as many as there are observers.
     @Test func theExpiryQueueStaysWithinTwiceTheObserversWhenTheyAreRemovedOneByOne() {
-        var registry = ObservationRegistry(retain: 10)
+        let registry = ObservationRegistry(retain: 10)
         for i in 0..<100 { registry.add(ObserverSnapshot(id: "kept\(i)", cursor: 0, ttlSeconds: 600, lastUsed: 0)) }
         var most = 0
         for i in 0..<10_000 {
@@ -245,7 +245,7 @@ final class Waiter: ChangeWaiter {}
     }
 
     @Test func tooManyReadsAreRefused() {
-        var registry = ObservationRegistry(retain: 10, maxReadsPerObserver: 2)
+        let registry = ObservationRegistry(retain: 10, maxReadsPerObserver: 2)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
         if case .tooManyReads = registry.track("a", keys: ["/1", "/2", "/3"].map(PropertyKey.init), at: 0, now: 0) {} else {
             Issue.record("expected tooManyReads")

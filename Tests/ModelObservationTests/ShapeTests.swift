@@ -19,7 +19,7 @@ import Testing
 
     /// Observers named by `shapes`, each having read its shape at seq 0.
     static func registry(_ shapes: [String: Shape]) -> ObservationRegistry {
-        var registry = ObservationRegistry(retain: 100)
+        let registry = ObservationRegistry(retain: 100)
         for (id, shape) in shapes {
             registry.add(ObserverSnapshot(id: id, cursor: 0, ttlSeconds: 60, lastUsed: 0))
             _ = registry.track(id, keys: [shape.key], at: 0, now: 0)
@@ -28,7 +28,7 @@ import Testing
     }
 
     /// Who a change committed at `seq` reaches, by polling each observer.
-    static func reached(_ registry: inout ObservationRegistry, by change: PendingChange, seq: Int64, among ids: [String]) -> Set<String> {
+    static func reached(_ registry: ObservationRegistry, by change: PendingChange, seq: Int64, among ids: [String]) -> Set<String> {
         _ = registry.publish([change.committed(seq: seq, transaction: seq)])
         var found = Set<String>()
         for id in ids {
@@ -67,12 +67,12 @@ import Testing
             "wide": Shape(collection: orders, from: 1, through: 1 << 40),
             "other": Shape(collection: "/donuts"),
         ]
-        var registry = Self.registry(shapes)
+        let registry = Self.registry(shapes)
         let ids = Array(shapes.keys)
         var seq: Int64 = 0
         func reached(_ change: PendingChange) -> Set<String> {
             seq += 1
-            return Self.reached(&registry, by: change, seq: seq, among: ids)
+            return Self.reached(registry, by: change, seq: seq, among: ids)
         }
         #expect(reached(Self.insert(at: 60)) == ["whole", "upward", "wide"])
         #expect(reached(Self.set("quantity", at: 30)) == ["whole", "middle", "point", "wide"])
@@ -84,19 +84,19 @@ import Testing
     }
 
     @Test func aShapeWithFieldsHearsOnlyThoseOfElementsThatWereThereAndEveryFieldOfLaterOnes() {
-        var registry = Self.registry(["some": Shape(collection: orders, fields: ["quantity"], newest: 10)])
-        #expect(Self.reached(&registry, by: Self.set("donutId", at: 10), seq: 1, among: ["some"]).isEmpty)
-        #expect(Self.reached(&registry, by: Self.set("quantity", at: 10), seq: 2, among: ["some"]) == ["some"])
-        #expect(Self.reached(&registry, by: Self.set("donutId", at: 11), seq: 3, among: ["some"]) == ["some"])
+        let registry = Self.registry(["some": Shape(collection: orders, fields: ["quantity"], newest: 10)])
+        #expect(Self.reached(registry, by: Self.set("donutId", at: 10), seq: 1, among: ["some"]).isEmpty)
+        #expect(Self.reached(registry, by: Self.set("quantity", at: 10), seq: 2, among: ["some"]) == ["some"])
+        #expect(Self.reached(registry, by: Self.set("donutId", at: 11), seq: 3, among: ["some"]) == ["some"])
     }
 
     @Test func aChangeAtOrBeforeTheReadIsNotDelivered() {
-        var registry = ObservationRegistry(retain: 100)
+        let registry = ObservationRegistry(retain: 100)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
         _ = registry.publish([Self.insert(at: 5).committed(seq: 1, transaction: 1)])
         // Read at seq 1: the insert at 1 was in the answer already.
         _ = registry.track("a", keys: [Shape(collection: Self.orders).key], at: 1, now: 0)
-        #expect(Self.reached(&registry, by: Self.set("quantity", at: 5), seq: 2, among: ["a"]) == ["a"])
+        #expect(Self.reached(registry, by: Self.set("quantity", at: 5), seq: 2, among: ["a"]) == ["a"])
         guard case .changes(let changes, _) = registry.poll("a", since: 0, limit: 10, now: 0).poll else {
             Issue.record("expected changes")
             return
@@ -105,7 +105,7 @@ import Testing
     }
 
     @Test func eachShapeReadIsOneEntryAndTheSameShapeAgainIsNone() {
-        var registry = Self.registry(["a": Shape(collection: orders, from: 10)])
+        let registry = Self.registry(["a": Shape(collection: orders, from: 10)])
         _ = registry.track("a", keys: [Shape(collection: orders, from: 10).key], at: 1, now: 0)
         #expect(registry.observer("a")?.reads.count == 1)
         // Another window, even one inside the first, is an entry of its own:
@@ -115,23 +115,23 @@ import Testing
     }
 
     @Test func observersThatReadTheSameShapeShareItAndLeaveItOneByOne() {
-        var registry = ObservationRegistry(retain: 100)
+        let registry = ObservationRegistry(retain: 100)
         let shape = Shape(collection: orders, through: 100)
         for id in ["a", "b", "c"] {
             registry.add(ObserverSnapshot(id: id, cursor: 0, ttlSeconds: 60, lastUsed: 0))
             _ = registry.track(id, keys: [shape.key], at: 0, now: 0)
         }
-        #expect(Self.reached(&registry, by: Self.set("quantity", at: 7), seq: 1, among: ["a", "b", "c"]) == ["a", "b", "c"])
+        #expect(Self.reached(registry, by: Self.set("quantity", at: 7), seq: 1, among: ["a", "b", "c"]) == ["a", "b", "c"])
         _ = registry.remove("b")
         let cleared = registry.clearReads("c", now: 0)
         #expect(cleared)
-        #expect(Self.reached(&registry, by: Self.set("quantity", at: 7), seq: 2, among: ["a", "c"]) == ["a"])
+        #expect(Self.reached(registry, by: Self.set("quantity", at: 7), seq: 2, among: ["a", "c"]) == ["a"])
         _ = registry.remove("a")
-        #expect(Self.reached(&registry, by: Self.set("quantity", at: 7), seq: 3, among: ["c"]).isEmpty)
+        #expect(Self.reached(registry, by: Self.set("quantity", at: 7), seq: 3, among: ["c"]).isEmpty)
     }
 
     @Test func anObserverReachedThroughTwoShapesHearsAChangeOnce() {
-        var registry = Self.registry(["a": Shape(collection: orders, from: 3, through: 9)])
+        let registry = Self.registry(["a": Shape(collection: orders, from: 3, through: 9)])
         _ = registry.track("a", keys: [Shape(collection: orders, fields: ["quantity"], from: 1, through: 9, newest: 9).key], at: 0, now: 0)
         _ = registry.track("a", keys: [Shape(collection: orders).key], at: 0, now: 0)
         #expect(registry.observer("a")?.reads.count == 3)

@@ -139,7 +139,7 @@ import TestSupport
         store = try Self.makeStore(folder: folder)
         defer { store!.close() }
         #expect(try rows(store!) == [[.text(id), .integer(1), .text("/truck/name\n/truck/orderCount")]])
-        #expect(store!.registry.withLock { $0.observer(id)?.reads } == [keys[0]: 1, keys[1]: 1])
+        #expect(store!.registry.observer(id)?.reads == [keys[0]: 1, keys[1]: 1])
     }
 
     /// The log is copied back into the database file by the checkpoint
@@ -198,7 +198,7 @@ import TestSupport
             #expect(pair.1.old == String(index) && pair.1.new == String(index + 1))
         }
         #expect(store.state.seq == log.last?.seq)
-        #expect(store.registry.withLock { $0.lastSeq } == log.last?.seq)
+        #expect(store.registry.lastSeq == log.last?.seq)
     }
 
     @Test func aWriteRefusedInABatchFailsAloneAndTheOthersCommit() throws {

@@ -16,7 +16,7 @@ import TestSupport
     static func storedReads(of observer: String, in folder: String) throws -> [PropertyKey: Int64] {
         let store = try GroupCommitTests.makeStore(folder: folder)
         defer { store.close() }
-        return store.registry.withLock { $0.observer(observer) }?.reads ?? [:]
+        return store.registry.observer(observer)?.reads ?? [:]
     }
 
     /// The read of the collection is tracked after the insert's commit has
@@ -41,7 +41,7 @@ import TestSupport
                 #expect(throws: Never.self) { try store.track([Self.donuts], by: observer, at: readAt, now: marker) }
                 trackingDone.signal()
             }
-            return (try? waitUntil { store.registry.withLock { $0.observer(observer) }?.lastUsed == marker }) != nil
+            return (try? waitUntil { store.registry.observer(observer)?.lastUsed == marker }) != nil
         }
         let inserted = GroupCommitTests.Outcomes<Answer>()
         let probed = GroupCommitTests.Outcomes<Bool>()
@@ -56,12 +56,12 @@ import TestSupport
         #expect(trackingDone.wait(timeout: .now() + 10) == .success)
 
         let name = PropertyKey("/truck/donuts/\(donut.id)/name")
-        guard case .changes(let changes, _) = store.registry.withLock({ $0.poll(observer, since: readAt, limit: 100, now: marker).poll }) else {
+        guard case .changes(let changes, _) = store.registry.poll(observer, since: readAt, limit: 100, now: marker).poll else {
             Issue.record("expected changes")
             return
         }
         #expect(changes.map(\.path) == ["/truck/donuts"])
-        #expect(store.registry.withLock { $0.observer(observer) }?.reads[name] != nil)
+        #expect(store.registry.observer(observer)?.reads[name] != nil)
         store.close()
 
         let stored = try Self.storedReads(of: observer, in: folder)
@@ -80,7 +80,7 @@ import TestSupport
         let donut = try GroupCommitTests.order(in: try store.write(GroupCommitTests.donut("Cruller")))
         try store.track([Self.donuts], by: observer, at: readAt)
         let name = PropertyKey("/truck/donuts/\(donut.id)/name")
-        #expect(store.registry.withLock { $0.observer(observer) }?.reads[name] == readAt + 1)
+        #expect(store.registry.observer(observer)?.reads[name] == readAt + 1)
         store.close()
 
         let stored = try Self.storedReads(of: observer, in: folder)

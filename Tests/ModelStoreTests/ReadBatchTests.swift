@@ -27,7 +27,7 @@ import Testing
     }
 
     static func reads(_ store: Store, _ id: String) -> [String: Int64]? {
-        store.registry.withLock { $0.observer(id) }.map { observer in
+        store.registry.observer(id).map { observer in
             Dictionary(uniqueKeysWithValues: observer.reads.map { ($0.key.path, $0.value) })
         }
     }
@@ -219,7 +219,7 @@ extension ReadBatchTests {
                     running.compactReadsIfDue()
                 case 1:
                     for (i, id) in rest.enumerated() where i % 3 == 0 {
-                        try running.track([PropertyKey("/truck/donuts")], by: id, at: running.registry.withLock { $0.lastSeq })
+                        try running.track([PropertyKey("/truck/donuts")], by: id, at: running.registry.lastSeq)
                     }
                 case 2:
                     for (i, id) in rest.enumerated() where i % 31 == 3 {

@@ -151,7 +151,7 @@ import TestSupport
         let observer = try store.createObserver()
         #expect(throws: ModelError.self) { try GroupCommitTests.makeStore(folder: folder) }
         try store.track([PropertyKey("/truck/name")], by: observer.id, at: 0)
-        #expect(store.registry.withLock { $0.observer(observer.id)?.reads.count } == 1)
+        #expect(store.registry.observer(observer.id)?.reads.count == 1)
         store.close()
     }
 
@@ -163,13 +163,13 @@ import TestSupport
         let database = folder + "/observable.sqlite"
         var store: Store? = try GroupCommitTests.makeStore(folder: folder)
         let observer = try store!.createObserver()
-        try store!.track([PropertyKey("/truck/name")], by: observer.id, at: store!.registry.withLock { $0.lastSeq })
+        try store!.track([PropertyKey("/truck/name")], by: observer.id, at: store!.registry.lastSeq)
         #expect(FileManager.default.fileExists(atPath: database + "-reads-1"))
         store!.close()
         store = nil
         #expect(!FileManager.default.fileExists(atPath: database + "-reads-1"))
         store = try GroupCommitTests.makeStore(folder: folder)
-        #expect(store!.registry.withLock { $0.observer(observer.id)?.reads.keys.map(\.path) } == ["/truck/name"])
+        #expect(store!.registry.observer(observer.id)?.reads.keys.map(\.path) == ["/truck/name"])
         store!.close()
         store = nil
 
@@ -178,7 +178,7 @@ import TestSupport
         try journal.append([Self.read(observer.id, 1, ["/truck/orderCount"]), Self.read("no-such-observer", 1, ["/truck/name"])])
         journal.close(removing: false)
         store = try GroupCommitTests.makeStore(folder: folder)
-        #expect(store!.registry.withLock { $0.observer(observer.id)?.reads.keys.map(\.path).sorted() } == ["/truck/name", "/truck/orderCount"])
+        #expect(store!.registry.observer(observer.id)?.reads.keys.map(\.path).sorted() == ["/truck/name", "/truck/orderCount"])
         store!.close()
     }
 
@@ -206,7 +206,7 @@ import TestSupport
         store!.close()
         store = try GroupCommitTests.makeStore(folder: folder)
         for id in ids {
-            #expect(store!.registry.withLock { $0.observer(id)?.reads.keys.map(\.path).sorted() } == ["/truck/name", "/truck/orderCount"])
+            #expect(store!.registry.observer(id)?.reads.keys.map(\.path).sorted() == ["/truck/name", "/truck/orderCount"])
         }
         store!.close()
     }

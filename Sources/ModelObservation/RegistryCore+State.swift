@@ -1,7 +1,7 @@
 import DequeModule
 import HeapModule
 
-extension ObservationRegistry {
+extension RegistryCore {
     struct State {
         var observers: [ObserverKey: ObserverSnapshot] = [:]
         var waiters: [ObserverKey: any ChangeWaiter] = [:]

@@ -1,0 +1,542 @@
+import DequeModule
+import HeapModule
+
+/// Knows every observer and the property keys it has read, indexes the
+/// reverse (key → observers), and keeps the recent change log in memory.
+///
+/// A committed change is matched through the reverse index, so its cost
+/// grows with the observers that read its keys, not with all observers.
+/// Like the standard library's `ObservationRegistrar`, it collects whom to
+/// wake and leaves waking to the caller. It is a value, and only
+/// `ObservationRegistry` holds one, behind its lock.
+struct RegistryCore: Sendable {
+    typealias Poll = ObservationRegistry.Poll
+    typealias TrackResult = ObservationRegistry.TrackResult
+    typealias TrackPlan = ObservationRegistry.TrackPlan
+
+    let retain: Int
+    /// About how many stored records of reads no longer count, of
+    /// observers removed or whose reads were cleared since the start: one
+    /// for each `seq` among an observer's reads. What decides when stored
+    /// reads are compacted.
+    private(set) var droppedReadRecords = 0
+    /// Most property keys one observer may have read.
+    let maxReadsPerObserver: Int
+    private var s = State()
+    /// Each observer's open event stream, parked or delivering: the one a
+    /// poll or a newer stream of the same observer ends. Kept across a
+    /// `reload`, as the streams stay open.
+    var streams: [String: any StreamWaiter] = [:]
+
+    init(retain: Int, maxReadsPerObserver: Int = 100_000) {
+        self.retain = max(1, retain)
+        self.maxReadsPerObserver = maxReadsPerObserver
+    }
+
+    // MARK: - Start-up
+
+    /// Loads persisted observers and the retained tail of the change log.
+    mutating func restore(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) {
+        s.lastSeq = lastSeq
+        s.log = Deque(changes.suffix(retain))
+        s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
+        for observer in observers { s.insert(observer) }
+    }
+
+    /// Replaces everything it knows with what was loaded again (see
+    /// `restore`), keeping the parked waiters: returned, each with its
+    /// observer, for the caller to ask again.
+    mutating func reload(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) -> [(observer: String, waiter: any ChangeWaiter)] {
+        let waiters = s.waiters
+        s = State()
+        restore(observers: observers, changes: changes, lastSeq: lastSeq)
+        return waiters.map { ($0.key.id, $0.value) }
+    }
+
+    // MARK: - Facts
+
+    var lastSeq: Int64 { s.lastSeq }
+    var observerCount: Int { s.observers.count }
+    /// Entries queued for expiry, those of observers removed included.
+    var queuedForExpiry: Int { s.expiries.count }
+    var oldestAvailableSeq: Int64 { s.prunedThrough }
+
+    func observer(_ id: String) -> ObserverSnapshot? {
+        s.observers[ObserverKey(id)]
+    }
+
+    /// Observer `id`'s cursor, the default `since` (without copying it).
+    func cursor(of id: String) -> Int64? {
+        let id = ObserverKey(id)
+        guard let position = s.observers.index(forKey: id) else { return nil }
+        return s.observers.values[position].cursor
+    }
+
+    /// Whether observer `id` exists (without copying it).
+    func knows(_ id: String) -> Bool {
+        s.observers.index(forKey: ObserverKey(id)) != nil
+    }
+
+    /// Observers that read `key` before `seq`: those a change to it at `seq` reaches.
+    func readers(of key: PropertyKey, before seq: Int64) -> [String] {
+        s.readers(of: key, before: seq).map(\.id)
+    }
+
+    /// The retained changes of `operation` after `seq` that land in any of
+    /// `collections` (what `GET /observers/{id}` lists of elements removed
+    /// since a shape was read): one pass over the log for all its shapes.
+    func changes(after seq: Int64, landingIn collections: Set<String>, operation: Change.Operation) -> [Change] {
+        let firstSeq = s.log.first?.seq ?? (s.lastSeq + 1)
+        var found: [Change] = []
+        var position = max(0, Int(seq + 1 - firstSeq))
+        while position < s.log.count {
+            let change = s.log[position]
+            position += 1
+            guard change.operation == operation, !change.places.isEmpty else { continue }
+            if change.places.contains(where: { collections.contains($0.collection) }) { found.append(change) }
+        }
+        return found
+    }
+
+    /// Observers that read `key` (for tests and diagnostics).
+    func readers(of key: PropertyKey) -> Set<String> {
+        Set(s.readers(of: key, before: .max).map(\.id))
+    }
+
+    // MARK: - Observers
+
+    mutating func add(_ observer: ObserverSnapshot) {
+        s.insert(observer)
+    }
+
+    /// Removes an observer; returns whether it existed and its parked waiter.
+    mutating func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
+        let id = ObserverKey(id)
+        guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
+        droppedReadRecords += Self.records(of: observer)
+        s.unindex(observer, releasing: true)
+        s.dirty.remove(id)
+        s.inboxes[id] = nil
+        s.requeueIfStale()
+        return (true, s.waiters.removeValue(forKey: id))
+    }
+
+    /// Forgets every read of an observer; returns false for an unknown one.
+    mutating func clearReads(_ id: String, now: Double) -> Bool {
+        let id = ObserverKey(id)
+        guard let observer = s.observers[id] else { return false }
+        droppedReadRecords += Self.records(of: observer)
+        s.unindex(observer, releasing: false)
+        s.observers[id]!.reads = [:]
+        s.observers[id]!.shapes = []
+        s.observers[id]!.lastRead = []
+        s.observers[id]!.group = -1
+        s.use(at: s.observers.index(forKey: id)!, now: now)
+        s.inboxes[id] = Inbox(floor: s.lastSeq)
+        return true
+    }
+
+    /// About how many records its reads were stored in: one for each `seq`.
+    private static func records(of observer: ObserverSnapshot) -> Int {
+        guard observer.reads.count > 1 else { return observer.reads.count }
+        return Set(observer.reads.values).count
+    }
+
+    /// Marks an observer as used now; returns false for an unknown one.
+    mutating func touch(_ id: String, now: Double) -> Bool {
+        let id = ObserverKey(id)
+        guard let position = s.observers.index(forKey: id) else { return false }
+        s.use(at: position, now: now)
+        return true
+    }
+
+    // MARK: - Reads
+
+    /// Marks observer `id` as used now and tells whether it has read every
+    /// one of `keys` already (false for an unknown observer): such a read
+    /// adds nothing, so it has nothing to store.
+    mutating func touch(_ id: String, now: Double, hasRead keys: [PropertyKey]) -> Bool {
+        let id = ObserverKey(id)
+        guard let position = s.observers.index(forKey: id) else { return false }
+        s.use(at: position, now: now)
+        let observer = s.observers.values[position]
+        return keys.allSatisfy { observer.reads[$0] != nil }
+    }
+
+    /// Records that observer `id` read `keys` in a response that reflected
+    /// every change up to `seq`: `planTrack`, then `applyTrack`, for a
+    /// registry whose reads are stored nowhere else.
+    mutating func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackResult {
+        switch planTrack(id, keys: keys, at: seq, now: now) {
+        case .refused(let result): return result
+        case .reads(let added, let replayed): return applyTrack(id, added, replayed: replayed)
+        }
+    }
+
+    /// Works out the reads that observer `id` adds by reading `keys` in a
+    /// response that reflected every change up to `seq` (a key already read
+    /// keeps its earlier `seq`), with those implied by inserts committed
+    /// since; marks the observer used, and adds nothing yet.
+    ///
+    /// The caller stores the reads and then calls `applyTrack`, keeping
+    /// commits out in between (the store holds its writer lock): so no
+    /// poll can deliver a change through a read that is not stored yet, and
+    /// no change published in between is missed by the replay.
+    mutating func planTrack(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackPlan {
+        Self.plan(id, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s)
+    }
+
+    /// Adds the reads `planTrack` worked out, once they are stored.
+    mutating func applyTrack(_ id: String, _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult {
+        let id = ObserverKey(id)
+        // Expired in between: its stored reads go with it.
+        guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
+        return apply(at: position, id, added, replayed: replayed)
+    }
+
+    /// Plans a read of `keys` by observer `id`, calls `store` with the
+    /// reads it adds (when it adds any), then applies them: `planTrack`,
+    /// storing and `applyTrack` in one, the observer looked up once, for a
+    /// caller that stores under this registry's lock. When `store` throws,
+    /// nothing was added. `store` is also given the keys of the reads when
+    /// they are the last first read's, which all have one `seq`: the same
+    /// array each time.
+    mutating func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double,
+                               storing store: ([(PropertyKey, Int64)], _ keys: [PropertyKey]?) throws -> Void) rethrows -> TrackResult
+    {
+        let id = ObserverKey(id)
+        guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
+        // The same first read as the last one (a new observer reading what
+        // the one before it read, with no change since): what it adds is
+        // that read's, kept, and its keys the same array.
+        if s.observers.inPlace(at: position, { $0.reads.isEmpty }), let first = s.firstReads, first.seq == seq, seq >= s.lastSeq,
+           first.keys.count == keys.count, first.keys.count <= maxReadsPerObserver, first.keys == keys
+        {
+            s.use(at: position, now: now)
+            // The request's array from now on: the next read of it (a kept
+            // answer's) is found equal without comparing the keys.
+            if !first.keys.isSameArray(as: keys) { s.firstReads!.keys = keys }
+            try store(first.added, keys)
+            let slot = s.observers.inPlace(at: position) { $0.slot }
+            s.joinFirstRead(at: position, slot: slot, epoch: s.slots.epoch(of: slot))
+            s.observers.values[position].lastRead = keys
+            return .tracked(added: first.added, wake: nil)
+        }
+        switch Self.plan(at: position, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s) {
+        case .refused(let result):
+            return result
+        case .reads(let added, let replayed):
+            guard !added.isEmpty else { return .tracked(added: [], wake: nil) }
+            try store(added, nil)
+            let result = apply(at: position, id, added, replayed: replayed)
+            s.observers.values[position].lastRead = keys
+            return result
+        }
+    }
+
+    /// `applyTrack` for the observer at `position`.
+    private mutating func apply(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, _ id: ObserverKey,
+                                _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult
+    {
+        // Changed in place, the observer looked up once.
+        let (slot, firstRead) = s.observers.inPlace(at: position) { ($0.slot, $0.reads.isEmpty) }
+        let epoch = s.slots.epoch(of: slot)
+        if firstRead {
+            // A first read (its keys distinct, see `plan`): often the same
+            // as the last one, whose table is then shared.
+            if let first = s.firstReads, let seq = first.seq, added.allSatisfy({ $0.1 == seq }),
+               first.added.elementsEqual(added, by: { $0.0 == $1.0 })
+            {
+                s.joinFirstRead(at: position, slot: slot, epoch: epoch)
+            } else {
+                var reads: [PropertyKey: Int64] = [:]
+                reads.reserveCapacity(added.count)
+                for (key, readAt) in added { reads[key] = readAt }
+                let first = FirstRead(added, reads: reads)
+                s.observers.values[position].reads = reads
+                s.observers.values[position].shapes = first.shapes
+                s.firstReads = first
+                for (key, readAt) in added where !key.isShape {
+                    s.index[key, default: Readers()].entries.append(Reader(slot: slot, epoch: epoch, seq: readAt))
+                }
+                for read in first.shapes { s.index(read.shape, at: read.seq, slot: slot, epoch: epoch) }
+            }
+        } else {
+            s.observers.values[position].reads.reserveCapacity(s.observers.values[position].reads.count + added.count)
+            // A key read since the plan (another read of the same observer
+            // in the same commit) keeps its first `seq`.
+            for (key, readAt) in added where s.observers.values[position].reads[key] == nil {
+                s.observers.values[position].setRead(key, at: readAt)
+                s.index(key, at: readAt, slot: slot, epoch: epoch)
+            }
+        }
+        // Changes found by the replay are older than the inbox's newest
+        // entries: let polls from before now scan the log.
+        if replayed { s.inboxes[id] = Inbox(floor: s.lastSeq) }
+        let waiter = replayed ? s.waiters.removeValue(forKey: id) : nil
+        return .tracked(added: added, wake: waiter)
+    }
+
+    /// Works out what `track` adds, without adding it; marks the observer used.
+    private static func plan(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, limit: Int,
+                             in s: inout State) -> TrackPlan
+    {
+        guard let position = s.observers.index(forKey: ObserverKey(id)) else { return .refused(.unknownObserver) }
+        return plan(at: position, keys: keys, at: seq, now: now, limit: limit, in: &s)
+    }
+
+    private static func plan(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, keys: [PropertyKey], at seq: Int64,
+                             now: Double, limit: Int, in s: inout State) -> TrackPlan
+    {
+        s.use(at: position, now: now)
+        // A read again (most reads) adds nothing: found without allocating,
+        // and of a kept answer's keys, without looking them up.
+        let (reads, again) = s.observers.inPlace(at: position) { ($0.reads, !$0.reads.isEmpty && $0.lastRead.isSameArray(as: keys)) }
+        if again { return .reads([], replayed: false) }
+        if !reads.isEmpty && keys.allSatisfy({ reads[$0] != nil }) {
+            s.observers.values[position].lastRead = keys
+            return .reads([], replayed: false)
+        }
+        var added: [(PropertyKey, Int64)] = []
+        added.reserveCapacity(keys.count)
+        if reads.isEmpty, let first = s.firstReads, first.keys.count == keys.count, first.keys == keys {
+            // The keys of the last first read, which were distinct.
+            for key in keys { added.append((key, seq)) }
+        } else {
+            var seen = Set<PropertyKey>(minimumCapacity: keys.count)
+            for key in keys where reads[key] == nil && seen.insert(key).inserted {
+                added.append((key, seq))
+            }
+        }
+        if reads.count + added.count > limit { return .refused(.tooManyReads(limit: limit)) }
+        guard !added.isEmpty && seq < s.lastSeq else { return .reads(added, replayed: false) }
+        // Changes committed after the response was built: replay them so
+        // inserted elements count as read, and wake a waiter. (Only then is
+        // the observer copied, with the new reads in it.)
+        var observer = s.observers.values[position]
+        for (key, seq) in added { observer.setRead(key, at: seq) }
+        var replayed = false
+        for change in s.log where change.seq > seq && observer.receives(change) {
+            replayed = true
+            for key in change.impliedReads where observer.reads[key] == nil {
+                observer.setRead(key, at: change.seq)
+                added.append((key, change.seq))
+            }
+        }
+        return .reads(added, replayed: replayed)
+    }
+
+    // MARK: - Changes
+
+    /// Appends committed changes (in `seq` order) to the log and returns the
+    /// parked waiters of the observers that receive any of them, removed
+    /// from the registry: the caller answers them after this returns.
+    /// `implied` is told, before this returns, of the reads each insert
+    /// adds to each of its receivers (observer, `seq`, keys).
+    mutating func publish(_ changes: [Change], implied: ((String, Int64, [PropertyKey]) -> Void)? = nil)
+        -> [(observer: String, waiter: any ChangeWaiter)]
+    {
+        guard !changes.isEmpty else { return [] }
+        var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+        for change in changes {
+            s.log.append(change)
+            s.lastSeq = change.seq
+            // One key (most changes) has each reader once: no set to build.
+            // Through shapes an observer may be named twice (a shape of
+            // its group's and one of its own): its inbox takes a `seq`
+            // once, its waiter is woken once, and implied reads are set once.
+            var receivers: [ObserverKey]
+            // The first `keyReaders` read a key of the change; the others a
+            // shape, which covers the inserted element already: no implied reads.
+            var keyReaders = Int.max
+            if change.places.isEmpty {
+                receivers = change.keys.count == 1
+                    ? s.readers(of: change.keys[0], before: change.seq)
+                    : Array(Set(change.keys.flatMap { s.readers(of: $0, before: change.seq) }))
+            } else {
+                receivers = []
+                let plain = change.keys.filter { !$0.isPlace }
+                if plain.count == 1 {
+                    receivers = s.readers(of: plain[0], before: change.seq)
+                } else if plain.count > 1 {
+                    receivers = Array(Set(plain.flatMap { s.readers(of: $0, before: change.seq) }))
+                }
+                keyReaders = receivers.count
+                for place in change.places { s.readers(of: place, before: change.seq, into: &receivers) }
+            }
+            // Per receiver, nothing that copies the change: this loop runs
+            // once for every observer a change reaches.
+            let seq = change.seq
+            let impliedReads = change.impliedReads
+            for (index, id) in receivers.enumerated() {
+                if let position = s.inboxes.index(forKey: id) {
+                    if s.inboxes.values[position].seqs.last != seq { s.inboxes.values[position].seqs.append(seq) }
+                } else {
+                    var inbox = Inbox(floor: seq - 1)
+                    inbox.seqs.append(seq)
+                    s.inboxes[id] = inbox
+                }
+                if !impliedReads.isEmpty, index < keyReaders, PlantedFault.current != .dropImpliedReads,
+                   let position = s.observers.index(forKey: id)
+                {
+                    let slot = s.observers.values[position].slot
+                    let epoch = s.slots.epoch(of: slot)
+                    var added: [PropertyKey] = []
+                    // A key already read keeps its `seq` (an appended row
+                    // implies the rows' membership its reader read): moved
+                    // later, a replay from before would pass over changes.
+                    for key in impliedReads where s.observers.values[position].reads[key] == nil {
+                        s.observers.values[position].setRead(key, at: seq)
+                        s.index(key, at: seq, slot: slot, epoch: epoch)
+                        if implied != nil { added.append(key) }
+                    }
+                    if let implied, !added.isEmpty { implied(id.id, seq, added) }
+                }
+                if !s.waiters.isEmpty, let waiter = s.waiters.removeValue(forKey: id) {
+                    woken.append((id.id, waiter))
+                }
+            }
+        }
+        while s.log.count > retain, let first = s.log.popFirst() {
+            s.prunedThrough = first.seq
+        }
+        if PlantedFault.current == .wakeEveryPoll {
+            for (id, waiter) in s.waiters where !woken.contains(where: { $0.observer == id.id }) { woken.append((id.id, waiter)) }
+            s.waiters.removeAll()
+        }
+        return woken
+    }
+
+    /// The changes observer `id` receives after `since` (its own cursor when
+    /// nil), at most `limit` unless that would split a transaction. With
+    /// `coalesce`, they are folded (`Change.coalesce`), and a page of
+    /// `limit` that folds to nothing is passed over for the next one: the
+    /// answer says something, or reaches the newest change. When there is
+    /// nothing to say and `park` is given, `park` is called under the lock
+    /// (so no change can slip in between) and its waiter registered; a
+    /// waiter it displaces is returned so the caller can answer it. Without
+    /// `displacing`, a waiter is parked only where none is, and the poll is
+    /// answered otherwise (a woken poll parking again yields to a newer one).
+    mutating func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
+                     park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
+    {
+        let id = ObserverKey(id)
+        // Found once by position and updated in place: a poll is on the
+        // path of every wake-up, and each lookup hashes the id again.
+        guard let position = s.observers.index(forKey: id) else { return (.unknownObserver, nil) }
+        s.use(at: position, now: now)
+        let observer = s.observers.values[position]
+        let since = since ?? observer.cursor
+        if since < s.prunedThrough { return (.gone(oldestAvailable: s.prunedThrough), nil) }
+        if since > s.lastSeq { return (.ahead(newest: s.lastSeq), nil) }
+        let inboxPosition = s.inboxes.index(forKey: id)
+        if let inboxPosition, since >= s.inboxes.values[inboxPosition].floor {
+            s.inboxes.values[inboxPosition].acknowledge(through: max(since, s.prunedThrough))
+        }
+        let inbox = inboxPosition.map { s.inboxes.values[$0] }
+        var (found, cursor) = s.page(observer, inbox: inbox, after: since, limit: limit)
+        if coalesce {
+            found = Change.coalesce(found)
+            while found.isEmpty && cursor < s.lastSeq {
+                (found, cursor) = s.page(observer, inbox: inbox, after: cursor, limit: limit)
+                found = Change.coalesce(found)
+            }
+        }
+        if found.isEmpty, let park, displacing || s.waiters[id] == nil, let waiter = park() {
+            let displaced = s.waiters.updateValue(waiter, forKey: id)
+            return (.parked, displaced)
+        }
+        // The cursor last answered, whatever `since` was, is where a poll
+        // without `since` goes on: saved at the next housekeeping, and so
+        // by a clean stop.
+        if observer.cursor != cursor, PlantedFault.current != .forgetCursor {
+            s.observers.values[position].cursor = cursor
+            s.dirty.insert(id)
+        }
+        return (.changes(found, cursor: cursor), nil)
+    }
+
+    /// Makes `cursor` observer `id`'s cursor, the default `since`: the one
+    /// last answered to it (a repair's), or saved by another instance.
+    /// Saved at the next housekeeping when it moved.
+    mutating func setCursor(of id: String, to cursor: Int64) {
+        let id = ObserverKey(id)
+        guard let position = s.observers.index(forKey: id), PlantedFault.current != .forgetCursor else { return }
+        let cursor = min(cursor, s.lastSeq)
+        guard s.observers.values[position].cursor != cursor else { return }
+        s.observers.values[position].cursor = cursor
+        s.dirty.insert(id)
+    }
+
+    /// Observer `id`'s parked waiter, if any.
+    func waiter(of id: String) -> (any ChangeWaiter)? {
+        s.waiters[ObserverKey(id)]
+    }
+
+    /// Removes and returns observer `id`'s parked waiter, if any.
+    mutating func takeWaiter(of id: String) -> (any ChangeWaiter)? {
+        s.waiters.removeValue(forKey: ObserverKey(id))
+    }
+
+    /// Removes `waiter` if it is still observer `id`'s waiter.
+    mutating func withdraw(_ waiter: any ChangeWaiter, of id: String) {
+        let id = ObserverKey(id)
+        if let current = s.waiters[id], current === waiter { s.waiters[id] = nil }
+    }
+
+    // MARK: - Housekeeping
+
+    /// Removes observers unused for longer than their TTL (a parked
+    /// long-poll counts as use) and returns their ids.
+    mutating func expire(now: Double) -> [String] {
+        var expired: [String] = []
+        var again: [Expiry] = []
+        while let due = s.expiries.min, due.time < now {
+            _ = s.expiries.removeMin()
+            guard let observer = s.observers[due.id] else { continue }
+            let time = observer.lastUsed + Double(observer.ttlSeconds)
+            if time < now && s.waiters[due.id] == nil {
+                expired.append(due.id.id)
+            } else {
+                // Used since, or parked (a parked poll counts as use: looked
+                // at again in a second, as a walk would).
+                again.append(Expiry(at: time < now ? now + 1 : time, due.id))
+            }
+        }
+        for expiry in again { s.expiries.insert(expiry) }
+        for id in expired.map(ObserverKey.init) {
+            if let observer = s.observers.removeValue(forKey: id) {
+                droppedReadRecords += Self.records(of: observer)
+                s.unindex(observer, releasing: true)
+            }
+            s.dirty.remove(id)
+            s.inboxes[id] = nil
+        }
+        return expired
+    }
+
+    /// Observers to save since the last call: those whose implicit cursor
+    /// was used, and those whose saved use is stale (`use(at:)`). A parked
+    /// observer is not rewritten every second: its poll's answer marks it
+    /// used, and expiry skips it while it is parked. With `touchingParked`,
+    /// a parked observer whose saved use is past half its TTL counts as
+    /// used now (where other processes decide expiry on what is saved).
+    mutating func takeDirty(now: Double, touchingParked: Bool = false) -> [ObserverSnapshot] {
+        if touchingParked {
+            for id in s.waiters.keys {
+                guard let observer = s.observers[id], observer.savedUse + Double(observer.ttlSeconds) / 2 < now else { continue }
+                s.observers[id]!.lastUsed = now
+                s.dirty.insert(id)
+            }
+        }
+        var snapshots: [ObserverSnapshot] = []
+        snapshots.reserveCapacity(s.dirty.count)
+        for id in s.dirty {
+            guard let position = s.observers.index(forKey: id) else { continue }
+            s.observers.values[position].savedUse = s.observers.values[position].lastUsed
+            snapshots.append(s.observers.values[position])
+        }
+        s.dirty.removeAll(keepingCapacity: true)
+        return snapshots
+    }
+}
