@@ -35,19 +35,8 @@ public struct Change: Sendable, Equatable {
     public init(seq: Int64, transaction: Int64, path: String, operation: Operation, old: String?, new: String?,
                 keys: [PropertyKey], impliedReads: [PropertyKey] = [])
     {
-        self.seq = seq
-        self.transaction = transaction
-        self.path = path
-        self.operation = operation
-        self.old = old
-        self.new = new
-        self.keys = keys
-        self.impliedReads = impliedReads
-        var places: [Place] = []
-        for key in keys where key.isPlace {
-            if let place = Place(key: key) { places.append(place) }
-        }
-        self.places = places
+        self.init(seq: seq, transaction: transaction, path: path, operation: operation, old: old, new: new,
+                  keys: keys, impliedReads: impliedReads, places: keys.compactMap { $0.isPlace ? Place(key: $0) : nil })
     }
 
     /// A change whose places are known already (among `keys` too): one
