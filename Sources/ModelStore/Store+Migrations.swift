@@ -2,8 +2,6 @@ import ModelObservation
 import SQLiteStore
 
 extension Store {
-    public typealias Synchronous = Database.Synchronous
-
     /// Applies the pending migrations of `migrations` to the database named
     /// by `database` (a SQLite file or a PostgreSQL URL); returns their names.
     public static func migrate(database: String, migrations: [(name: String, sql: String)]) throws -> [String] {

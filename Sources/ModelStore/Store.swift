@@ -20,12 +20,19 @@ public final class Store: Sendable {
         /// for a database that several instances share.
         public var database: String
         public var retainChanges: Int = 100_000
-        public var synchronous: Database.Synchronous = .normal
+        public var synchronous: Synchronous = .normal
         public var maxReadsPerObserver: Int = 100_000
 
         public init(database: String) {
             self.database = database
         }
+    }
+
+    /// How durable a commit to a SQLite file is. `normal` (the default)
+    /// survives a crash of the process; `full` also survives a power loss.
+    public enum Synchronous: String, Sendable, CaseIterable {
+        case normal = "NORMAL"
+        case full = "FULL"
     }
 
     public typealias Wake = @Sendable ([(observer: String, waiter: any ChangeWaiter)]) -> Void

@@ -27,7 +27,11 @@ final class SQLiteStorage: ModelStorage {
 
     /// Opens (creating when missing) the database file at `path`, with its
     /// log checkpointed on a thread of its own.
-    convenience init(path: String, synchronous: Database.Synchronous) throws {
+    convenience init(path: String, synchronous: Store.Synchronous) throws {
+        let synchronous: Database.Synchronous = switch synchronous {
+        case .normal: .normal
+        case .full: .full
+        }
         let database = try Database(path: path, synchronous: synchronous)
         let checkpointer = try Checkpointer(for: database, synchronous: synchronous)
         self.init(database: database, checkpointer: checkpointer)
