@@ -3,7 +3,6 @@ import JSON
 import Logging
 import ModelObservation
 import PostgresClient
-import SQLiteStore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -148,7 +147,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         for (name, sql) in files where name.hasSuffix(".postgres.sql") {
             byName[String(name.dropLast(".postgres.sql".count)) + ".sql"] = sql
         }
-        let migrations = try Migrator(files: byName.map { ($0.key, $0.value) }).migrations
+        let migrations = try Migration.ordered(byName.map { ($0.key, $0.value) })
         return try run { connection in
             try connection.query("SELECT pg_advisory_lock($1)", [String(Self.migrationLock)])
             defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [String(Self.migrationLock)]) }

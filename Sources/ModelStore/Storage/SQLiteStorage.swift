@@ -39,7 +39,9 @@ final class SQLiteStorage: ModelStorage {
 
     func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String] {
         // `NNNN_name.postgres.sql` files are PostgreSQL's own variants.
-        try Migrator(files: migrations.filter { !$0.name.hasSuffix(".postgres.sql") }).migrate(database)
+        let files = migrations.filter { !$0.name.hasSuffix(".postgres.sql") }
+        return try Migrator(Migration.ordered(files).map { Migrator.Migration(version: $0.version, name: $0.name, sql: $0.sql) })
+            .migrate(database)
     }
 
     // MARK: Loading
