@@ -6,7 +6,7 @@ import ModelObservation
 /// engine derives every call from their declarations.
 ///
 /// One connection, used by one thread at a time (the store serialises it).
-public protocol ModelStorage: AnyObject {
+package protocol ModelStorage: AnyObject {
     /// Applies the `NNNN_name.sql` files not applied yet, in order, each
     /// once; returns the names applied.
     func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String]
@@ -17,6 +17,10 @@ public protocol ModelStorage: AnyObject {
     /// then the position when positioned, then one value per column, ordered
     /// by parent and creation.
     func rows(of table: TableLayout) throws -> [StoredRow]
+    /// The rows of `rows(of:)`, handed to `body` one at a time (SQLite's
+    /// read one at a time, their text shared through `interner`;
+    /// PostgreSQL's fetched through a cursor, a batch at a time).
+    func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws
     /// The newest `seq` in the change log (0 when empty).
     func lastSeq() throws -> Int64
     /// The change log after `seq`, oldest first.
@@ -160,15 +164,6 @@ struct TableStatements {
 }
 
 extension ModelStorage {
-    /// The rows of `rows(of:)`, handed to `body` one at a time; SQLite's
-    /// read one at a time, their text shared through `interner`;
-    /// PostgreSQL's fetched through a cursor, a batch at a time.
-    func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
-        if let storage = self as? SQLiteStorage { return try storage.streamRows(of: table, interning: interner, body) }
-        if let storage = self as? PostgresStorage { return try storage.streamRows(of: table, body) }
-        for row in try rows(of: table) { try body(row) }
-    }
-
     /// Records reads kept in the read journal (SQLite's own; any other
     /// storage gets them as `addReads`).
     func addReads(_ reads: [JournaledRead]) throws {
@@ -179,7 +174,7 @@ extension ModelStorage {
     }
 
     /// Runs `body` between `begin` and `commit`; rolls back when it throws.
-    public func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         try begin()
         do {
             let result = try body()

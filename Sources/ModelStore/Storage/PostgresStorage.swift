@@ -227,8 +227,8 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     /// The rows of `rows(of:)`, handed to `body` a batch at a time through
     /// a cursor, so that a million rows are never all in memory at once
     /// (their text, and the heap it leaves behind). Inside the caller's
-    /// transaction, as the store loads.
-    func streamRows(of table: TableLayout, _ body: (StoredRow) throws -> Void) throws {
+    /// transaction, as the store loads. (Their text is not interned.)
+    func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
         guard case .collection(let parentColumn, let positioned) = table.shape else {
             for row in try rows(of: table) { try body(row) }
             return

@@ -68,7 +68,7 @@ final class SQLiteStorage: ModelStorage {
 
     /// The rows of `rows(of:)`, each handed to `body` as it is read, text
     /// straight from its bytes and shared through `interner`.
-    func streamRows(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
+    func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
         guard case .collection(let parentColumn, let positioned) = table.shape else {
             for row in try rows(of: table) { try body(row) }
             return

@@ -9,7 +9,7 @@ import ModelObservation
 /// `insert`, `update`, `delete`, `append` and observer call journals
 /// itself; `journalTrack` journals a read), then `commit`, which numbers the
 /// transaction with the next version, announces it, and commits.
-public protocol SharedStorage: ModelStorage, Sendable {
+package protocol SharedStorage: ModelStorage, Sendable {
     /// Begins a transaction that holds the commit order until it ends, and
     /// returns the newest version committed.
     func beginOrdered() throws -> Int64
