@@ -164,15 +164,6 @@ struct TableStatements {
 }
 
 extension ModelStorage {
-    /// Records reads kept in the read journal (SQLite's own; any other
-    /// storage gets them as `addReads`).
-    func addReads(_ reads: [JournaledRead]) throws {
-        if let storage = self as? SQLiteStorage { return try storage.addReads(reads) }
-        try addReads(reads.map { read in
-            ObserverReads(observer: read.observer, seq: read.seq, keys: PropertyKey.keys(joined: read.paths))
-        })
-    }
-
     /// Runs `body` between `begin` and `commit`; rolls back when it throws.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
         try begin()
