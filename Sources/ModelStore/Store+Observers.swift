@@ -117,7 +117,7 @@ extension Store {
 extension ObserverReads {
     /// The reads `added` by one observer, one for each run of one `seq`:
     /// the read's own, then those of a replay.
-    static func runs(of observer: String, _ added: [(PropertyKey, Int64)]) -> [ObserverReads] {
+    package static func runs(of observer: String, _ added: [(PropertyKey, Int64)]) -> [ObserverReads] {
         var reads: [ObserverReads] = []
         var start = added.startIndex
         while start < added.endIndex {

@@ -77,21 +77,12 @@ public final class Store: Sendable {
     private let wake: Locked<Wake?>
     public let logger: Logger
 
-    /// Opens the database of `configuration` (SQLite or PostgreSQL), then
-    /// as `init(storage:…)`.
-    public convenience init(configuration: Configuration, catalog: Catalog, logger: Logger = Logger(label: "observable.store")) throws {
-        switch try Engine(configuration.database) {
-        case .sqlite(let path):
-            try self.init(sqlite: path, configuration: configuration, catalog: catalog, logger: logger)
-        case .postgres(let url):
-            try self.init(postgres: url, configuration: configuration, catalog: catalog, logger: logger)
-        }
-    }
-
     /// Applies the catalog's pending migrations to `storage`, has
     /// `readDurability` store the reads an earlier run left outside the
-    /// database, and loads the state and the observers from it.
-    init(storage: any ModelStorage, readDurability: any ReadDurability, configuration: Configuration, catalog: Catalog,
+    /// database, and loads the state and the observers from it. The
+    /// engines' modules make both (`ModelStoreDatabases` picks the one
+    /// `Configuration.database` names).
+    package init(storage: any ModelStorage, readDurability: any ReadDurability, configuration: Configuration, catalog: Catalog,
          logger: Logger = Logger(label: "observable.store")) throws
     {
         let applied = try storage.migrate(catalog.migrations)

@@ -3,6 +3,7 @@ import API
 import Foundation
 import HTTPServer
 import ModelStore
+import ModelStoreDatabases
 import Models
 import SQLiteStore
 import Testing

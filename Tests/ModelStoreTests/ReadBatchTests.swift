@@ -6,6 +6,7 @@ import Models
 import SQLiteStore
 import Testing
 @testable import ModelStore
+@testable import ModelStoreSQLite
 
 /// Reads folded from the read journal are stored a batch to a row; an
 /// observer's clear and deletion make its entries stop counting, and a

@@ -105,14 +105,14 @@ public struct TableLayout: Sendable {
 
 /// The SQL of one table, made from its layout once per connection, with the
 /// engine's placeholders (`?` in SQLite, `$1`, `$2`… in PostgreSQL).
-struct TableStatements {
+package struct TableStatements {
     /// Every row: id, the parent's id when nested, the position when
     /// positioned, then the columns (a singleton's: the columns only).
-    let select: String
-    let insert: String
+    package let select: String
+    package let insert: String
     /// The columns, then (for a collection) the id.
-    let update: String
-    let delete: String
+    package let update: String
+    package let delete: String
 
     init(_ table: TableLayout, placeholder: (Int) -> String) {
         let columns = table.columns.map(\.name)
@@ -135,21 +135,21 @@ struct TableStatements {
     }
 
     /// Where the columns start in a row of `select`.
-    static func valueOffset(_ table: TableLayout) -> Int {
+    package static func valueOffset(_ table: TableLayout) -> Int {
         guard case .collection(let parentColumn, let positioned) = table.shape else { return 0 }
         return 1 + (parentColumn == nil ? 0 : 1) + (positioned ? 1 : 0)
     }
 
     /// Each table's statements, by table number, made on first use.
-    struct Cache {
+    package struct Cache {
         private var byNumber: [TableStatements?] = []
         private let placeholder: (Int) -> String
 
-        init(placeholder: @escaping (Int) -> String) {
+        package init(placeholder: @escaping (Int) -> String) {
             self.placeholder = placeholder
         }
 
-        mutating func callAsFunction(_ table: TableLayout) -> TableStatements {
+        package mutating func callAsFunction(_ table: TableLayout) -> TableStatements {
             if table.number < byNumber.count, let cached = byNumber[table.number] { return cached }
             let made = TableStatements(table, placeholder: placeholder)
             while byNumber.count <= table.number { byNumber.append(nil) }
@@ -157,7 +157,7 @@ struct TableStatements {
             return made
         }
 
-        mutating func removeAll() {
+        package mutating func removeAll() {
             byNumber.removeAll()
         }
     }

@@ -63,6 +63,12 @@ public struct ParkedAnnouncement: Sendable {
     /// A stream, which goes on after answering (a poll answered at once
     /// through another instance must end it).
     public let stream: Bool
+
+    package init(instance: String, observer: String, stream: Bool) {
+        self.instance = instance
+        self.observer = observer
+        self.stream = stream
+    }
 }
 
 /// One entry of the shared journal: what one ordered transaction did.

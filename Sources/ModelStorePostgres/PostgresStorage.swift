@@ -2,6 +2,7 @@ import Concurrency
 import JSON
 import Logging
 import ModelObservation
+import ModelStore
 import PostgresClient
 #if canImport(Glibc)
 import Glibc

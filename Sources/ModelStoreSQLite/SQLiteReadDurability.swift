@@ -1,6 +1,7 @@
 import Concurrency
 import Logging
 import ModelObservation
+import ModelStore
 
 /// SQLite's way of making reads durable. With `synchronous=normal` a read
 /// goes to the read journal beside the database, on the thread that
@@ -259,29 +260,4 @@ final class SQLiteReadDurability: ReadDurability, @unchecked Sendable {
     }
 
     static let compactionMinimum = 4096
-}
-
-extension Store {
-    /// Opens (creating when missing) the SQLite database file at `path`,
-    /// with its read journal beside it, then as `init(storage:…)`.
-    convenience init(sqlite path: String, configuration: Configuration, catalog: Catalog, logger: Logger) throws {
-        let storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
-        let readDurability: SQLiteReadDurability
-        do {
-            readDurability = try SQLiteReadDurability(storage: storage, journal: path + "-reads",
-                                                      synchronous: configuration.synchronous, logger: logger)
-        } catch {
-            storage.close()
-            throw error
-        }
-        try self.init(storage: storage, readDurability: readDurability, configuration: configuration, catalog: catalog, logger: logger)
-    }
-
-    /// Applies the pending migrations of `migrations` to the SQLite
-    /// database file at `path`; returns their names.
-    static func migrate(sqlite path: String, migrations: [(name: String, sql: String)]) throws -> [String] {
-        let storage = try SQLiteStorage(path: path, synchronous: .normal)
-        defer { storage.close() }
-        return try storage.migrate(migrations)
-    }
 }

@@ -1,5 +1,6 @@
 import Logging
 import ModelObservation
+import ModelStore
 
 /// PostgreSQL's way of making reads durable: a read waits in the group
 /// commit's queue and is stored in the ordered transaction the reads that
@@ -47,22 +48,5 @@ final class PostgresReadDurability: ReadDurability {
     func clearReads(of id: String, now: Double, in store: Store) throws {
         guard store.registry.withLock({ $0.clearReads(id, now: now) }) else { throw ModelError.notFound("no observer \(id)") }
         try storage.clearReads(of: id)
-    }
-}
-
-extension Store {
-    /// Connects to the PostgreSQL database at `url`, then as `init(storage:…)`.
-    convenience init(postgres url: String, configuration: Configuration, catalog: Catalog, logger: Logger) throws {
-        let storage = try PostgresStorage(url: url, logger: logger)
-        try self.init(storage: storage, readDurability: PostgresReadDurability(storage: storage), configuration: configuration,
-                      catalog: catalog, logger: logger)
-    }
-
-    /// Applies the pending migrations of `migrations` to the PostgreSQL
-    /// database at `url`; returns their names.
-    static func migrate(postgres url: String, migrations: [(name: String, sql: String)]) throws -> [String] {
-        let storage = try PostgresStorage(url: url)
-        defer { storage.close() }
-        return try storage.migrate(migrations)
     }
 }

@@ -1,5 +1,6 @@
 import JSON
 import ModelObservation
+import ModelStore
 import SQLiteStore
 
 /// `ModelStorage` on one SQLite connection. SQL for a table is made from
