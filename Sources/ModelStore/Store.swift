@@ -28,7 +28,8 @@ public final class Store: Sendable {
     }
 
     /// How durable a commit to a SQLite file is. `normal` (the default)
-    /// survives a crash of the process; `full` also survives a power loss.
+    /// survives a crash of the process, and observers' reads go to the read
+    /// journal first; `full` also survives a power loss.
     public enum Synchronous: String, Sendable, CaseIterable {
         case normal = "NORMAL"
         case full = "FULL"

@@ -5,15 +5,16 @@ import ModelObservation
 /// storage module supplies the one implementation (SQLite's: a read journal
 /// beside the database, else the database; PostgreSQL's: the database).
 ///
-/// What every implementation keeps: no poll delivers a change through a
-/// read that is not stored; a read is stored before it takes effect in the
-/// registry; the reads an insert implies for its receivers are stored with
-/// the insert, or before any poll can deliver through them; and a read
-/// stored before a clear never counts again after it, across restarts and
-/// `kill -9`.
+/// What every implementation keeps, across restarts and `kill -9`: a read
+/// is stored before it takes effect in the registry, so no poll delivers a
+/// change through a read that is not stored; the reads an insert implies
+/// for its receivers are stored with the insert, or before any poll can
+/// deliver through them; and a read stored before a clear never counts
+/// again after it.
 ///
-/// An implementation uses its own storage, the store's (`writer`), only
-/// where these say that the writer lock is held.
+/// An implementation holds the store's storage (the one behind its writer
+/// lock) and uses it only before the store exists (`recover`) and where a
+/// requirement says that the writer lock is held.
 package protocol ReadDurability: AnyObject, Sendable {
     /// Stores the reads an earlier run left outside the database (a crash):
     /// called once at start, after the migrations and before the observers
