@@ -7,7 +7,7 @@ let package = Package(
     products: [
         .executable(name: "observable-server", targets: ["observable-server"]),
         // For the fuzz package in fuzz/, which builds with -sanitize=fuzzer.
-        .library(name: "ObservableServerCore", targets: ["API", "HTTPServer", "Models", "ModelStore", "JSON"]),
+        .library(name: "ObservableServerCore", targets: ["API", "HTTPServer", "Models", "ModelStore", "ModelStoreDatabases", "JSON"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -55,12 +55,38 @@ let package = Package(
             ]
         ),
         // The engine: model declarations, their representation, writes and
-        // change recording, group commit, and the storage interface.
+        // change recording, group commit, and the storage interface (rows,
+        // change log, observers, and `ReadDurability` for their reads). It
+        // imports neither engine.
         .target(
             name: "ModelStore",
             dependencies: [
-                "ModelObservation", "SQLiteStore", "PostgresClient", "JSON", "Concurrency",
+                "ModelObservation", "JSON", "Concurrency",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Each engine's storage: its rows, change log, migrations in its
+        // dialect, and its one way of making reads durable.
+        .target(
+            name: "ModelStoreSQLite",
+            dependencies: [
+                "ModelStore", "SQLiteStore", "ModelObservation", "JSON", "Concurrency",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "ModelStorePostgres",
+            dependencies: [
+                "ModelStore", "PostgresClient", "ModelObservation", "JSON", "Concurrency",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A store opened on the database a configuration names, SQLite or PostgreSQL.
+        .target(
+            name: "ModelStoreDatabases",
+            dependencies: [
+                "ModelStore", "ModelStoreSQLite", "ModelStorePostgres",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -75,14 +101,14 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Models", "ModelStore", "HTTPServer", "ModelObservation", "JSON", "Concurrency", "EmbeddedFiles",
+                "Models", "ModelStore", "ModelStoreDatabases", "HTTPServer", "ModelObservation", "JSON", "Concurrency", "EmbeddedFiles",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "observable-server",
             dependencies: [
-                "API", "ModelStore", "Models",
+                "API", "ModelStore", "ModelStoreDatabases", "Models",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -95,13 +121,19 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ModelObservationTests", dependencies: ["ModelObservation"]),
         .testTarget(name: "SQLiteStoreTests", dependencies: ["SQLiteStore"]),
-        .testTarget(name: "ModelStoreTests", dependencies: ["ModelStore", "ModelObservation", "Models", "SQLiteStore", "JSON", "TestSupport"]),
+        .testTarget(
+            name: "ModelStoreTests",
+            dependencies: [
+                "ModelStore", "ModelStoreSQLite", "ModelStoreDatabases", "ModelObservation", "Models", "SQLiteStore", "JSON", "TestSupport",
+            ]
+        ),
         .testTarget(name: "EmbeddedFilesTests", dependencies: ["EmbeddedFiles"]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "ModelStore", "JSON", "Concurrency", "TestSupport"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "ModelStore", "ModelStoreDatabases", "JSON", "Concurrency", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "API", "HTTPServer", "Models", "ModelStore", "SQLiteStore", "PostgresClient", "Concurrency", "TestSupport",
+                "API", "HTTPServer", "Models", "ModelStore", "ModelStoreSQLite", "ModelStoreDatabases", "SQLiteStore", "PostgresClient",
+                "Concurrency", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -18,7 +18,7 @@ jobs="${FUZZ_JOBS:-1}"
 
 if ! grep -q '"ObservableServerCore"' "$here/../Package.swift"; then
     echo "fuzz: the main Package.swift has no ObservableServerCore library product; add to its products:" >&2
-    echo '        .library(name: "ObservableServerCore", targets: ["API", "HTTPServer", "Models", "ModelStore", "JSON"]),' >&2
+    echo '        .library(name: "ObservableServerCore", targets: ["API", "HTTPServer", "Models", "ModelStore", "ModelStoreDatabases", "JSON"]),' >&2
     exit 2
 fi
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import HTTPServer
 import Logging
 import ModelStore
+import ModelStoreDatabases
 import Models
 import Concurrency
 import Synchronization

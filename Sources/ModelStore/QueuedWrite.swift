@@ -76,10 +76,10 @@ public struct PreparedWrite<T: Sendable>: Sendable {
 /// models' (`run` is never called).
 ///
 /// `@unchecked Sendable`: as `PendingWrite`.
-final class PendingTrack: QueuedWrite, @unchecked Sendable {
-    let observer: String
-    let keys: [PropertyKey]
-    let seq: Int64
+package final class PendingTrack: QueuedWrite, @unchecked Sendable {
+    package let observer: String
+    package let keys: [PropertyKey]
+    package let seq: Int64
     let now: Double
     /// Nil for reads their caller stores and reads the outcome of itself.
     var completion: (@Sendable (Result<Void, any Error>) -> Void)?

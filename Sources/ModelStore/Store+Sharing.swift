@@ -98,7 +98,7 @@ extension Store {
 
     /// Runs `body` on the storage under the writer lock; on a shared one,
     /// in an ordered transaction, after catching up with the others.
-    func exclusive<T>(_ body: (any ModelStorage) throws -> T) throws -> T {
+    package func exclusive<T>(_ body: (any ModelStorage) throws -> T) throws -> T {
         var woken: [(observer: String, waiter: any ChangeWaiter)] = []
         let result = try writer.withLock { storage -> T in
             guard shared != nil else { return try body(storage) }

@@ -3,7 +3,6 @@ import JSON
 import Logging
 import ModelObservation
 import Concurrency
-import SQLiteStore
 
 /// The models' state, persisted through a `ModelStorage` (SQLite by
 /// default) and observed through the registry.
@@ -20,12 +19,20 @@ public final class Store: Sendable {
         /// for a database that several instances share.
         public var database: String
         public var retainChanges: Int = 100_000
-        public var synchronous: Database.Synchronous = .normal
+        public var synchronous: Synchronous = .normal
         public var maxReadsPerObserver: Int = 100_000
 
         public init(database: String) {
             self.database = database
         }
+    }
+
+    /// How durable a commit to a SQLite file is. `normal` (the default)
+    /// survives a crash of the process, and observers' reads go to the read
+    /// journal first; `full` also survives a power loss.
+    public enum Synchronous: String, Sendable, CaseIterable {
+        case normal = "NORMAL"
+        case full = "FULL"
     }
 
     public typealias Wake = @Sendable ([(observer: String, waiter: any ChangeWaiter)]) -> Void
@@ -39,13 +46,9 @@ public final class Store: Sendable {
     /// outside the writer lock (the probe, the listener, claims) have
     /// connections and locks of their own.
     let shared: (any SharedStorage)?
-    /// Where reads go before the database (SQLite with `synchronous=normal`).
-    let readJournal: ReadJournal?
-    /// Folds the read journal into the database (set once, in `init`).
-    let folder = Locked<ServiceThread?>(nil)
-    /// The registry's `droppedReadRecords` when the stored reads were last
-    /// compacted (`compactReadsIfDue`).
-    let readCompaction = Locked(0)
+    /// How reads become durable: the engine's one way (SQLite's read
+    /// journal or database, PostgreSQL's database).
+    let readDurability: any ReadDurability
     /// The journal's version the state reflects (shared storage only);
     /// moved after the state it stands for is current.
     let appliedVersion: Locked<Int64>
@@ -75,51 +78,17 @@ public final class Store: Sendable {
     private let wake: Locked<Wake?>
     public let logger: Logger
 
-    /// Opens the database of `configuration` (SQLite or PostgreSQL), then
-    /// as `init(storage:…)`.
-    public convenience init(configuration: Configuration, catalog: Catalog, logger: Logger = Logger(label: "observable.store")) throws {
-        let storage: any ModelStorage
-        var journal: ReadJournal?
-        switch try Engine(configuration.database) {
-        case .sqlite(let path):
-            storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
-            do {
-                journal = try ReadJournal(path: path + "-reads")
-            } catch let error as ReadJournal.InUse {
-                storage.close()
-                throw ModelError(.unavailable, error.description)
-            } catch {
-                // Reads are then committed to the database, as with `synchronous=full`.
-                logger.warning("no read journal: \(error)")
-            }
-        case .postgres(let url):
-            storage = try PostgresStorage(url: url, logger: logger)
-        }
-        try self.init(storage: storage, configuration: configuration, catalog: catalog, readJournal: journal, logger: logger)
-    }
-
-    /// Applies the catalog's pending migrations to `storage` and loads the
-    /// state and the observers from it.
-    ///
-    /// With `readJournal` (SQLite), the reads a crash left in it are stored
-    /// first; with `synchronous=normal` new reads then go to it (see
-    /// `ReadJournal`), else they are committed to the database before their
-    /// answer, as with PostgreSQL.
-    init(storage: any ModelStorage, configuration: Configuration, catalog: Catalog, readJournal: ReadJournal?,
+    /// Applies the catalog's pending migrations to `storage`, has
+    /// `readDurability` store the reads an earlier run left outside the
+    /// database, and loads the state and the observers from it. The
+    /// engines' modules make both (`ModelStoreDatabases` picks the one
+    /// `Configuration.database` names).
+    package init(storage: any ModelStorage, readDurability: any ReadDurability, configuration: Configuration, catalog: Catalog,
          logger: Logger = Logger(label: "observable.store")) throws
     {
         let applied = try storage.migrate(catalog.migrations)
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
-        if let readJournal {
-            let recovered = readJournal.recovered()
-            if !recovered.isEmpty {
-                try storage.transaction { try storage.addReads(recovered) }
-                logger.info("stored \(recovered.count) reads kept in the read journal")
-            }
-            try readJournal.resetAll()
-        }
-        self.readJournal = configuration.synchronous == .normal ? readJournal : nil
-        if configuration.synchronous != .normal { readJournal?.close(removing: true) }
+        try readDurability.recover()
         let registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
         let shared = storage as? any SharedStorage
         // Shared: loaded in an ordered transaction, so that no other
@@ -139,6 +108,7 @@ public final class Store: Sendable {
         self.catalog = catalog
         self.writer = Locked(storage)
         self.shared = shared
+        self.readDurability = readDurability
         queue = WriteQueue(handsOver: shared != nil)
         self.appliedVersion = Locked(version)
         self.current = Locked(Snapshot(state))
@@ -146,12 +116,12 @@ public final class Store: Sendable {
         self.logger = logger
         startCommitting()
         if shared != nil { startFollowing() }
-        if self.readJournal != nil { startFolding() }
+        readDurability.start(self)
     }
 
     deinit {
         // Not waited for: this may run on that thread.
-        folder.withLock { $0 }?.stop(timeout: .zero)
+        readDurability.stop(timeout: .zero)
         queue.close()
     }
 
@@ -326,8 +296,8 @@ public final class Store: Sendable {
                     for (offset, change) in transaction.pending.enumerated() {
                         let change = change.committed(seq: first + Int64(offset), transaction: first)
                         let receivers = try append(change, to: storage)
-                        // Only the read journal asks (at publish, below).
-                        if readJournal != nil, let receivers { storedImplied[change.seq] = receivers }
+                        // For the reads of a reader tracked in between (at publish, below).
+                        if let receivers { storedImplied[change.seq] = receivers }
                         committed.append(change)
                     }
                     state = transaction.state
@@ -345,21 +315,7 @@ public final class Store: Sendable {
         }
         // Publish before the new state is visible: a read that sees the new
         // state then tracks at a seq the registry already knows.
-        // With the read journal, a read can be tracked between an insert's
-        // stored receivers and this: the reads the insert implies for it are
-        // journaled here, before any poll can deliver through them.
-        if let readJournal {
-            woken += registry.publish(committed) { observer, seq, keys in
-                guard storedImplied[seq]?.contains(observer) != true else { return }
-                do {
-                    try readJournal.append([ObserverReads(observer: observer, seq: seq, keys: keys)])
-                } catch {
-                    self.logger.error("the read journal failed: \(error)")
-                }
-            }
-        } else {
-            woken += registry.publish(committed)
-        }
+        woken += readDurability.publish(committed, storedImplied: storedImplied, in: self)
         let next = Snapshot(state)
         current.withLock { $0 = next }
         if let shared {
@@ -375,15 +331,16 @@ public final class Store: Sendable {
     private func append(_ change: Change, to storage: any ModelStorage) throws -> Set<String>? {
         try storage.append(change)
         // Whoever reads a collection has read the elements it is told about.
-        // Without the read journal, reads are tracked under this same lock
+        // Reads stored in the group commit are tracked under this same lock
         // (`store(_:on:woken:)`), so the readers the registry names now are
-        // those `publish` reaches; with it, `publish` journals the reads of
-        // a reader that came in between. One that has just been deleted is
-        // skipped by PostgreSQL's join; on SQLite its row stays until the
-        // next start deletes it (see `SQLiteStorage.observers`).
+        // those `publish` reaches; with SQLite's read journal, `publish`
+        // journals the reads of a reader that came in between. One that has
+        // just been deleted is skipped by PostgreSQL's join; on SQLite its
+        // row stays until the next start deletes it (see
+        // `SQLiteStorage.observers`).
         guard !change.impliedReads.isEmpty else { return nil }
         let receivers = registry.readers(of: change.keys, before: change.seq)
-        try storage.addReads(receivers.map { ObserverReads(observer: $0, seq: change.seq, keys: change.impliedReads) })
+        try readDurability.storeImplied(receivers.map { ObserverReads(observer: $0, seq: change.seq, keys: change.impliedReads) })
         return receivers
     }
 
@@ -456,11 +413,11 @@ public final class Store: Sendable {
         committer.withLock { $0 }?.join()
         follower.withLock { $0 }?.stop()
         synchronizer.withLock { $0 }?.stop()
-        folder.withLock { $0 }?.stop()
+        readDurability.stop(timeout: nil)
         maintain()
-        foldReads(all: true)
+        readDurability.flush(self)
         writer.withLock { $0.close() }
-        readJournal?.close(removing: readJournal?.activeSize == 0 && readJournal?.idleIsEmpty == true)
+        readDurability.close()
     }
 
     /// Starts the catalog's background work (advancing jobs, say).

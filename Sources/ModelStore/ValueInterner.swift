@@ -10,7 +10,7 @@ import JSON
 /// Equal means the same bytes (not Unicode equivalence) and, for numbers,
 /// the same bits, so a shared copy always writes as the original would.
 /// Not thread-safe: `shared` is used under its lock.
-final class ValueInterner {
+package final class ValueInterner {
     static let slotCount = 4096
     /// Longer text is kept as it comes: two long texts are seldom equal.
     static let longestString = 64
@@ -25,7 +25,7 @@ final class ValueInterner {
     private var rows = [[JSONValue]?](repeating: nil, count: slotCount)
 
     /// The string of UTF-8 `bytes`: a kept one when it has the same bytes.
-    func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+    package func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         guard bytes.count >= Self.shortestShared, bytes.count <= Self.longestString else {
             return String(decoding: bytes, as: UTF8.self)
         }

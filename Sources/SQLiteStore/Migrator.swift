@@ -1,42 +1,23 @@
-/// Applies numbered SQL migrations (`0001_init.sql`, …) in order, each in
-/// its own transaction, and records each in `schema_migrations`.
+/// Applies numbered SQL migrations in order, each in its own transaction,
+/// and records each in `schema_migrations`.
 public struct Migrator {
     public struct Migration: Sendable, Equatable {
         public let version: Int
         public let name: String
         public let sql: String
-    }
 
-    public enum MigratorError: Error, CustomStringConvertible {
-        case badFileName(String)
-        case duplicateVersion(Int)
-
-        public var description: String {
-            switch self {
-            case .badFileName(let name): return "migration file name must look like NNNN_name.sql: \(name)"
-            case .duplicateVersion(let v): return "two migrations share version \(v)"
-            }
+        public init(version: Int, name: String, sql: String) {
+            self.version = version
+            self.name = name
+            self.sql = sql
         }
     }
 
     public let migrations: [Migration]
 
-    /// Takes `NNNN_name.sql` files, given by name and text, sorted by number.
-    public init(files: [(name: String, sql: String)]) throws {
-        var found: [Migration] = []
-        for (file, sql) in files {
-            guard file.hasSuffix(".sql") else { throw MigratorError.badFileName(file) }
-            let stem = file.dropLast(4)
-            guard let underscore = stem.firstIndex(of: "_"), let version = Int(stem[..<underscore]) else {
-                throw MigratorError.badFileName(file)
-            }
-            found.append(Migration(version: version, name: String(stem), sql: sql))
-        }
-        found.sort { $0.version < $1.version }
-        for (a, b) in zip(found, found.dropFirst()) where a.version == b.version {
-            throw MigratorError.duplicateVersion(a.version)
-        }
-        migrations = found
+    /// Takes the migrations sorted by version, each version once.
+    public init(_ migrations: [Migration]) {
+        self.migrations = migrations
     }
 
     /// Applies the migrations not yet recorded; returns the names applied.

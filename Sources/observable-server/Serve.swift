@@ -6,6 +6,7 @@ import Glibc
 #endif
 import Logging
 import ModelStore
+import ModelStoreDatabases
 import Models
 
 struct Serve: ParsableCommand {

@@ -3,6 +3,7 @@ import API
 import Foundation
 import HTTPServer
 import ModelStore
+import ModelStoreDatabases
 import Models
 import SQLiteStore
 import Testing
@@ -297,8 +298,8 @@ import TestSupport
         let before = try FileManager.default.contentsOfDirectory(atPath: migrations.path)
             .filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") && $0 < version }
             .map { ($0, try String(contentsOf: migrations.appendingPathComponent($0), encoding: .utf8)) }
+        #expect(try Store.migrate(database: path, migrations: before).count == count)
         let database = try SQLiteStore.Database(path: path)
-        #expect(try Migrator(files: before).migrate(database).count == count)
         try database.execute(sql)
         database.close()
         let process = Process()

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 @testable import ModelStore
+import ModelStoreDatabases
 import Testing
 
 /// What the engine derives from a declaration alone, on a store of its own:

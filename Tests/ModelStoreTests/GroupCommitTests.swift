@@ -3,6 +3,8 @@ import Foundation
 import JSON
 import ModelObservation
 @testable import ModelStore
+import ModelStoreDatabases
+@testable import ModelStoreSQLite
 import Models
 import SQLiteStore
 import Testing

@@ -6,6 +6,7 @@ import Models
 import SQLiteStore
 import Testing
 @testable import ModelStore
+@testable import ModelStoreSQLite
 
 /// Reads folded from the read journal are stored a batch to a row; an
 /// observer's clear and deletion make its entries stop counting, and a
@@ -105,7 +106,7 @@ import Testing
     @Test func aCompactionDropsTheEntriesThatNoLongerCountAndKeepsTheOthers() throws {
         let folder = GroupCommitTests.temporaryFolder()
         var store: Store? = try GroupCommitTests.makeStore(folder: folder)
-        let count = Store.compactionMinimum * 2 + 200
+        let count = SQLiteReadDurability.compactionMinimum * 2 + 200
         let ids = try (0..<count).map { _ in try store!.createObserver().id }
         for id in ids { try store!.track([PropertyKey("/truck/name")], by: id, at: 0) }
         store!.foldReads(all: true)
@@ -116,8 +117,8 @@ import Testing
         #expect(try Self.rows(store!, "SELECT id FROM observer_read_batches") == batches)
         #expect(try Self.batchEntries(store!).count == count)
 
-        let deleted = Set(ids.prefix(Store.compactionMinimum + 200))
-        for id in ids.prefix(Store.compactionMinimum + 200).dropFirst(100) { _ = try store!.deleteObserver(id) }
+        let deleted = Set(ids.prefix(SQLiteReadDurability.compactionMinimum + 200))
+        for id in ids.prefix(SQLiteReadDurability.compactionMinimum + 200).dropFirst(100) { _ = try store!.deleteObserver(id) }
         // Cleared, then reading the same key at the same seq: kept once more.
         let cleared = ids[count - 1], clearedAndNothing = ids[count - 2]
         try store!.clearReads(of: cleared)
@@ -153,7 +154,7 @@ import Testing
     @Test func entriesThatNoLongerCountAtStartAreCompacted() throws {
         let folder = GroupCommitTests.temporaryFolder()
         var store: Store? = try GroupCommitTests.makeStore(folder: folder)
-        let ids = try (0..<(Store.compactionMinimum + 100)).map { _ in try store!.createObserver().id }
+        let ids = try (0..<(SQLiteReadDurability.compactionMinimum + 100)).map { _ in try store!.createObserver().id }
         for id in ids { try store!.track([PropertyKey("/truck/name")], by: id, at: 0) }
         store!.close()
         store = try GroupCommitTests.makeStore(folder: folder)
@@ -198,13 +199,13 @@ extension ReadBatchTests {
     @Test func aCompactionBesideReadsClearsAndDeletionsLosesNothingAndRevivesNothing() throws {
         let folder = GroupCommitTests.temporaryFolder()
         var store: Store? = try GroupCommitTests.makeStore(folder: folder)
-        let count = Store.compactionMinimum * 3
+        let count = SQLiteReadDurability.compactionMinimum * 3
         let ids = try (0..<count).map { _ in try store!.createObserver().id }
         for id in ids { try store!.track([PropertyKey("/truck/name"), PropertyKey("/truck/orderCount")], by: id, at: 0) }
         store!.foldReads(all: true)
         // Enough gone for a compaction to be due.
-        for id in ids.prefix(Store.compactionMinimum * 2) { _ = try store!.deleteObserver(id) }
-        let rest = Array(ids.dropFirst(Store.compactionMinimum * 2))
+        for id in ids.prefix(SQLiteReadDurability.compactionMinimum * 2) { _ = try store!.deleteObserver(id) }
+        let rest = Array(ids.dropFirst(SQLiteReadDurability.compactionMinimum * 2))
         // Cleared before the compaction: their earlier entries must not count again.
         for (i, id) in rest.enumerated() where i % 29 == 1 {
             try store!.clearReads(of: id)
@@ -245,5 +246,17 @@ extension ReadBatchTests {
         #expect(differing == 0)
         #expect(known.values.contains { $0?["/truck/donuts"] != nil })
         #expect(known.values.contains { $0 == ["/truck/name": 0] })
+    }
+}
+
+extension Store {
+    /// SQLite's fold of the read journal, now rather than on its thread's time.
+    func foldReads(all: Bool = false) {
+        (readDurability as! SQLiteReadDurability).foldReads(all: all, in: self)
+    }
+
+    /// SQLite's compaction of the stored reads, now rather than on its thread's time.
+    func compactReadsIfDue() {
+        (readDurability as! SQLiteReadDurability).compactReadsIfDue(in: self)
     }
 }

@@ -2,6 +2,8 @@ import Dispatch
 import Foundation
 import ModelObservation
 @testable import ModelStore
+import ModelStoreDatabases
+@testable import ModelStoreSQLite
 import Models
 import Concurrency
 import SQLiteStore

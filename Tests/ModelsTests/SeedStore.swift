@@ -1,5 +1,6 @@
 import Foundation
 import ModelStore
+import ModelStoreDatabases
 import Models
 
 /// A store of the seed systems on a fresh SQLite file, migrated but not

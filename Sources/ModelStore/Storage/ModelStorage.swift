@@ -6,7 +6,7 @@ import ModelObservation
 /// engine derives every call from their declarations.
 ///
 /// One connection, used by one thread at a time (the store serialises it).
-public protocol ModelStorage: AnyObject {
+package protocol ModelStorage: AnyObject {
     /// Applies the `NNNN_name.sql` files not applied yet, in order, each
     /// once; returns the names applied.
     func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String]
@@ -17,6 +17,10 @@ public protocol ModelStorage: AnyObject {
     /// then the position when positioned, then one value per column, ordered
     /// by parent and creation.
     func rows(of table: TableLayout) throws -> [StoredRow]
+    /// The rows of `rows(of:)`, handed to `body` one at a time (SQLite's
+    /// read one at a time, their text shared through `interner`;
+    /// PostgreSQL's fetched through a cursor, a batch at a time).
+    func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws
     /// The newest `seq` in the change log (0 when empty).
     func lastSeq() throws -> Int64
     /// The change log after `seq`, oldest first.
@@ -101,14 +105,14 @@ public struct TableLayout: Sendable {
 
 /// The SQL of one table, made from its layout once per connection, with the
 /// engine's placeholders (`?` in SQLite, `$1`, `$2`… in PostgreSQL).
-struct TableStatements {
+package struct TableStatements {
     /// Every row: id, the parent's id when nested, the position when
     /// positioned, then the columns (a singleton's: the columns only).
-    let select: String
-    let insert: String
+    package let select: String
+    package let insert: String
     /// The columns, then (for a collection) the id.
-    let update: String
-    let delete: String
+    package let update: String
+    package let delete: String
 
     init(_ table: TableLayout, placeholder: (Int) -> String) {
         let columns = table.columns.map(\.name)
@@ -131,21 +135,21 @@ struct TableStatements {
     }
 
     /// Where the columns start in a row of `select`.
-    static func valueOffset(_ table: TableLayout) -> Int {
+    package static func valueOffset(_ table: TableLayout) -> Int {
         guard case .collection(let parentColumn, let positioned) = table.shape else { return 0 }
         return 1 + (parentColumn == nil ? 0 : 1) + (positioned ? 1 : 0)
     }
 
     /// Each table's statements, by table number, made on first use.
-    struct Cache {
+    package struct Cache {
         private var byNumber: [TableStatements?] = []
         private let placeholder: (Int) -> String
 
-        init(placeholder: @escaping (Int) -> String) {
+        package init(placeholder: @escaping (Int) -> String) {
             self.placeholder = placeholder
         }
 
-        mutating func callAsFunction(_ table: TableLayout) -> TableStatements {
+        package mutating func callAsFunction(_ table: TableLayout) -> TableStatements {
             if table.number < byNumber.count, let cached = byNumber[table.number] { return cached }
             let made = TableStatements(table, placeholder: placeholder)
             while byNumber.count <= table.number { byNumber.append(nil) }
@@ -153,33 +157,15 @@ struct TableStatements {
             return made
         }
 
-        mutating func removeAll() {
+        package mutating func removeAll() {
             byNumber.removeAll()
         }
     }
 }
 
 extension ModelStorage {
-    /// The rows of `rows(of:)`, handed to `body` one at a time; SQLite's
-    /// read one at a time, their text shared through `interner`;
-    /// PostgreSQL's fetched through a cursor, a batch at a time.
-    func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
-        if let storage = self as? SQLiteStorage { return try storage.streamRows(of: table, interning: interner, body) }
-        if let storage = self as? PostgresStorage { return try storage.streamRows(of: table, body) }
-        for row in try rows(of: table) { try body(row) }
-    }
-
-    /// Records reads kept in the read journal (SQLite's own; any other
-    /// storage gets them as `addReads`).
-    func addReads(_ reads: [JournaledRead]) throws {
-        if let storage = self as? SQLiteStorage { return try storage.addReads(reads) }
-        try addReads(reads.map { read in
-            ObserverReads(observer: read.observer, seq: read.seq, keys: PropertyKey.keys(joined: read.paths))
-        })
-    }
-
     /// Runs `body` between `begin` and `commit`; rolls back when it throws.
-    public func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         try begin()
         do {
             let result = try body()

@@ -9,7 +9,7 @@ import ModelObservation
 /// `insert`, `update`, `delete`, `append` and observer call journals
 /// itself; `journalTrack` journals a read), then `commit`, which numbers the
 /// transaction with the next version, announces it, and commits.
-public protocol SharedStorage: ModelStorage, Sendable {
+package protocol SharedStorage: ModelStorage, Sendable {
     /// Begins a transaction that holds the commit order until it ends, and
     /// returns the newest version committed.
     func beginOrdered() throws -> Int64
@@ -63,6 +63,12 @@ public struct ParkedAnnouncement: Sendable {
     /// A stream, which goes on after answering (a poll answered at once
     /// through another instance must end it).
     public let stream: Bool
+
+    package init(instance: String, observer: String, stream: Bool) {
+        self.instance = instance
+        self.observer = observer
+        self.stream = stream
+    }
 }
 
 /// One entry of the shared journal: what one ordered transaction did.

@@ -1,5 +1,5 @@
 import Foundation
-@testable import ModelStore
+@testable import ModelStoreSQLite
 import PostgresClient
 import SQLiteStore
 import TestSupport

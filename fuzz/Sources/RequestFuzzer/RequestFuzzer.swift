@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Logging
 import ModelStore
+import ModelStoreDatabases
 import Models
 import API
 // `Connection` has no public initializer: it is made by the daemon for each

@@ -2,8 +2,8 @@ import Concurrency
 import JSON
 import Logging
 import ModelObservation
+import ModelStore
 import PostgresClient
-import SQLiteStore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -148,7 +148,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         for (name, sql) in files where name.hasSuffix(".postgres.sql") {
             byName[String(name.dropLast(".postgres.sql".count)) + ".sql"] = sql
         }
-        let migrations = try Migrator(files: byName.map { ($0.key, $0.value) }).migrations
+        let migrations = try Migration.ordered(byName.map { ($0.key, $0.value) })
         return try run { connection in
             try connection.query("SELECT pg_advisory_lock($1)", [String(Self.migrationLock)])
             defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [String(Self.migrationLock)]) }
@@ -228,8 +228,8 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     /// The rows of `rows(of:)`, handed to `body` a batch at a time through
     /// a cursor, so that a million rows are never all in memory at once
     /// (their text, and the heap it leaves behind). Inside the caller's
-    /// transaction, as the store loads.
-    func streamRows(of table: TableLayout, _ body: (StoredRow) throws -> Void) throws {
+    /// transaction, as the store loads. (Their text is not interned.)
+    func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
         guard case .collection(let parentColumn, let positioned) = table.shape else {
             for row in try rows(of: table) { try body(row) }
             return

@@ -1,4 +1,5 @@
 import Concurrency
+import ModelStore
 import SQLiteStore
 import Synchronization
 

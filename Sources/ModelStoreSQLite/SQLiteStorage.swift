@@ -1,5 +1,6 @@
 import JSON
 import ModelObservation
+import ModelStore
 import SQLiteStore
 
 /// `ModelStorage` on one SQLite connection. SQL for a table is made from
@@ -27,7 +28,11 @@ final class SQLiteStorage: ModelStorage {
 
     /// Opens (creating when missing) the database file at `path`, with its
     /// log checkpointed on a thread of its own.
-    convenience init(path: String, synchronous: Database.Synchronous) throws {
+    convenience init(path: String, synchronous: Store.Synchronous) throws {
+        let synchronous: Database.Synchronous = switch synchronous {
+        case .normal: .normal
+        case .full: .full
+        }
         let database = try Database(path: path, synchronous: synchronous)
         let checkpointer = try Checkpointer(for: database, synchronous: synchronous)
         self.init(database: database, checkpointer: checkpointer)
@@ -35,7 +40,9 @@ final class SQLiteStorage: ModelStorage {
 
     func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String] {
         // `NNNN_name.postgres.sql` files are PostgreSQL's own variants.
-        try Migrator(files: migrations.filter { !$0.name.hasSuffix(".postgres.sql") }).migrate(database)
+        let files = migrations.filter { !$0.name.hasSuffix(".postgres.sql") }
+        return try Migrator(Migration.ordered(files).map { Migrator.Migration(version: $0.version, name: $0.name, sql: $0.sql) })
+            .migrate(database)
     }
 
     // MARK: Loading
@@ -62,7 +69,7 @@ final class SQLiteStorage: ModelStorage {
 
     /// The rows of `rows(of:)`, each handed to `body` as it is read, text
     /// straight from its bytes and shared through `interner`.
-    func streamRows(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
+    func forEachRow(of table: TableLayout, interning interner: ValueInterner, _ body: (StoredRow) throws -> Void) throws {
         guard case .collection(let parentColumn, let positioned) = table.shape else {
             for row in try rows(of: table) { try body(row) }
             return

@@ -1,5 +1,6 @@
 import Glibc
 import ModelObservation
+import ModelStore
 
 /// Observers' reads, appended to a file mapped into memory beside the
 /// SQLite database, then folded into the database in large transactions.

@@ -1,0 +1,19 @@
+import Logging
+import ModelStore
+
+extension Store {
+    /// Connects to the PostgreSQL database at `url`, then as `init(storage:…)`.
+    package convenience init(postgres url: String, configuration: Configuration, catalog: Catalog, logger: Logger) throws {
+        let storage = try PostgresStorage(url: url, logger: logger)
+        try self.init(storage: storage, readDurability: PostgresReadDurability(storage: storage), configuration: configuration,
+                      catalog: catalog, logger: logger)
+    }
+
+    /// Applies the pending migrations of `migrations` to the PostgreSQL
+    /// database at `url`; returns their names.
+    package static func migrate(postgres url: String, migrations: [(name: String, sql: String)]) throws -> [String] {
+        let storage = try PostgresStorage(url: url)
+        defer { storage.close() }
+        return try storage.migrate(migrations)
+    }
+}

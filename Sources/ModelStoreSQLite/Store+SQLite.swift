@@ -1,0 +1,27 @@
+import Logging
+import ModelStore
+
+extension Store {
+    /// Opens (creating when missing) the SQLite database file at `path`,
+    /// with its read journal beside it, then as `init(storage:…)`.
+    package convenience init(sqlite path: String, configuration: Configuration, catalog: Catalog, logger: Logger) throws {
+        let storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
+        let readDurability: SQLiteReadDurability
+        do {
+            readDurability = try SQLiteReadDurability(storage: storage, journal: path + "-reads",
+                                                      synchronous: configuration.synchronous, logger: logger)
+        } catch {
+            storage.close()
+            throw error
+        }
+        try self.init(storage: storage, readDurability: readDurability, configuration: configuration, catalog: catalog, logger: logger)
+    }
+
+    /// Applies the pending migrations of `migrations` to the SQLite
+    /// database file at `path`; returns their names.
+    package static func migrate(sqlite path: String, migrations: [(name: String, sql: String)]) throws -> [String] {
+        let storage = try SQLiteStorage(path: path, synchronous: .normal)
+        defer { storage.close() }
+        return try storage.migrate(migrations)
+    }
+}
