@@ -58,16 +58,49 @@ public struct AccessPolicy: Sendable {
         return difference == 0 && x.count == y.count
     }
 
-    /// CORS headers for the request's `Origin`, when it is allowed.
+    /// CORS headers for the request's `Origin`, when it is allowed: `*`
+    /// when any origin is, else the origin itself, named in the list (so
+    /// never a value only the client chose).
     func corsHeaders(for request: HTTPRequest) -> [(name: String, value: String)] {
-        guard !corsOrigins.isEmpty, let origin = request.header("Origin"),
-              corsOrigins.contains("*") || corsOrigins.contains(origin)
-        else { return [] }
+        guard !corsOrigins.isEmpty, let origin = request.header("Origin") else { return [] }
+        let allowed: String
+        if corsOrigins.contains("*") {
+            allowed = "*"
+        } else if let named = corsOrigins.first(where: { $0 == origin }) {
+            allowed = named
+        } else {
+            return []
+        }
         return [
-            ("Access-Control-Allow-Origin", origin),
+            ("Access-Control-Allow-Origin", allowed),
             ("Vary", "Origin"),
             ("Access-Control-Expose-Headers", "ETag, Observation-Cursor, Location, Link"),
         ]
+    }
+
+    /// Whether `origin` may be named in `OBSERVABLE_CORS_ORIGINS`: `*`, or
+    /// an origin as a browser sends it, `scheme://host[:port]`: a scheme of
+    /// RFC 3986 (`https`, `http`, `capacitor`, …), a host of ASCII letters,
+    /// digits, `-` and `.` (or an IPv6 literal in brackets), no path, no
+    /// user, nothing else.
+    public static func isValidCORSOrigin(_ origin: String) -> Bool {
+        if origin == "*" { return true }
+        guard let separator = origin.firstRange(of: "://") else { return false }
+        let scheme = origin[..<separator.lowerBound]
+        guard let first = scheme.first, first.isASCII, first.isLetter,
+              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        else { return false }
+        var host = origin[separator.upperBound...]
+        if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") {
+            let port = host[host.index(after: colon)...]
+            guard (1...5).contains(port.count), port.allSatisfy({ $0.isASCII && $0.isNumber }), Int(port)! <= 65535 else { return false }
+            host = host[..<colon]
+        }
+        guard (1...253).contains(host.count) else { return false }
+        if host.hasPrefix("[") {
+            return host.count > 2 && host.hasSuffix("]") && host.dropFirst().dropLast().allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+        }
+        return host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
     }
 
     static func preflightHeaders(methods: [String]) -> [(name: String, value: String)] {

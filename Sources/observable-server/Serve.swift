@@ -110,6 +110,9 @@ struct Serve: ParsableCommand {
             writeToken: environment["OBSERVABLE_TOKEN"], readToken: environment["OBSERVABLE_READ_TOKEN"],
             corsOrigins: (environment["OBSERVABLE_CORS_ORIGINS"] ?? "").split(separator: ",")
                 .map { String($0.filter { !$0.isWhitespace }) }.filter { !$0.isEmpty })
+        if let invalid = configuration.access.corsOrigins.first(where: { !AccessPolicy.isValidCORSOrigin($0) }) {
+            throw ValidationError("OBSERVABLE_CORS_ORIGINS: \(invalid) is not an origin (scheme://host[:port]) or *")
+        }
         if configuration.access.readToken != nil && configuration.access.writeToken == nil {
             throw ValidationError("OBSERVABLE_READ_TOKEN needs OBSERVABLE_TOKEN as well")
         }

@@ -1,3 +1,4 @@
+import Foundation
 @testable import API
 import Testing
 
@@ -62,6 +63,43 @@ import Testing
         let connection = try TestConnection(port: open.port)
         try connection.send("GET", "/observers/\(observer)/changes?timeout=0.3", headers: ["Origin": "https://dash.example"])
         #expect(try connection.receive().header("Access-Control-Allow-Origin") == "https://dash.example")
+    }
+
+    /// With `*`, any origin is answered `*`: no value the client chose is
+    /// sent back, `null` and odd bytes included.
+    @Test func anyOriginIsAnsweredWithAStarNeverAnEcho() throws {
+        let open = try TestServer { $0.access = AccessPolicy(corsOrigins: ["*"]) }
+        for origin in ["https://dash.example", "null", "https://a.example\u{7f}", "x"] {
+            let answer = try open.client.get("/truck", headers: ["Origin": origin])
+            #expect(answer.header("Access-Control-Allow-Origin") == "*", "for \(origin)")
+        }
+        #expect(try open.client.get("/truck").header("Access-Control-Allow-Origin") == nil)
+    }
+
+    @Test func onlyOriginsAsBrowsersSendThemCanBeAllowed() {
+        for origin in ["*", "https://dash.example", "http://localhost:8080", "http://127.0.0.1:3000", "http://[::1]:8080", "capacitor://localhost"] {
+            #expect(AccessPolicy.isValidCORSOrigin(origin), "\(origin)")
+        }
+        for origin in ["", "null", "dash.example", "https://", "https://dash.example/", "https://dash.example/path", "https://user@dash.example",
+                       "https://dash.example:", "https://dash.example:99999", "https://dash example", "https://dash.example\u{0}", "1http://x", "https://[::1"] {
+            #expect(!AccessPolicy.isValidCORSOrigin(origin), "\(origin)")
+        }
+    }
+
+    /// A list the server cannot honour exactly stops it at start, named.
+    @Test func anInvalidOriginInTheListStopsTheServerAtStart() throws {
+        let process = Process()
+        process.executableURL = ServerProcess.executable
+        process.arguments = ["serve", "--database", temporaryFolder() + "/cors.sqlite", "--port", "0"]
+        process.environment = ["OBSERVABLE_CORS_ORIGINS": "https://dash.example, https://evil.example/path"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("https://evil.example/path is not an origin"))
     }
 
     @Test func tokenComparisonIsExact() {
