@@ -29,7 +29,7 @@ const page = {
   needsRead: true,    // read everything again before following the feed
   feed: null,         // "stream" or "poll"; null: try a stream first
   onlyPoll: false,    // #feed=poll: never open a stream
-  source: null,       // the open EventSource
+  streamAbort: null,  // ends the open stream of the feed
   writeDenied: false, // a write was answered 401
   dots: new Map(),    // dot id -> its circle
   donuts: new Map(),  // donut id -> name, menu order
@@ -153,46 +153,83 @@ async function readGame(games) {
 
 // MARK: - The change feed
 
-/// Follows the feed through one EventSource until it ends. Resolves
+/// Follows the feed as a stream of Server-Sent Events until it ends, read
+/// through fetch rather than EventSource: so the observer goes in the
+/// `Observer` header, never in the URL, and a token is sent too. Resolves
 /// "unavailable" when it never opened (a server without streams answers a
-/// long-poll's JSON, which EventSource refuses; a read token it cannot
-/// send; a stopped server), "ended" when an open stream broke off. A
-/// `gone` event (the cursor is past the server's retention) rejects with
-/// the 410 it carries.
-function stream() {
-  return new Promise((resolve, reject) => {
-    const source = new EventSource(
-      `observers/${enc(page.observer)}/changes?since=${page.cursor}&repair=true`);
-    page.source = source;
-    let opened = false;
-    let done = false;
-    const finish = (outcome) => {
-      if (done) return;
-      done = true;
+/// long-poll's JSON, or parks it; a stopped server), "ended" when an open
+/// stream broke off. A refusal (the observer gone: 404) and a `gone` event
+/// (the cursor is past the server's retention: the 410 it carries) reject.
+async function stream() {
+  const abort = new AbortController();
+  page.streamAbort = abort;
+  const headers = { "Accept": "text/event-stream", "Observer": page.observer };
+  if (page.token) headers["Authorization"] = "Bearer " + page.token;
+  // A server without streams parks this request as a long-poll.
+  const timer = setTimeout(() => abort.abort(), STREAM_OPEN_MS);
+  try {
+    let response;
+    try {
+      response = await fetch(`observer/changes?since=${page.cursor}&repair=true`,
+                             { headers, signal: abort.signal, cache: "no-store" });
+    } catch (_) {
+      return "unavailable";
+    } finally {
       clearTimeout(timer);
-      source.close();
-      if (page.source === source) page.source = null;
-      if (outcome instanceof Error) reject(outcome); else resolve(outcome);
-    };
-    // A server without streams parks this request as a long-poll.
-    const timer = setTimeout(() => finish("unavailable"), STREAM_OPEN_MS);
-    source.onopen = () => {
-      opened = true;
-      clearTimeout(timer);
-      page.feed = "stream";
-      setStatus("live");
-      showObserver();
-    };
-    source.addEventListener("changes", (event) => receive(JSON.parse(event.data)));
-    source.addEventListener("gone", (event) => {
-      let problem = null;
-      try { problem = JSON.parse(event.data); } catch (_) { problem = null; }
-      finish(new Answer({ status: 410, json: problem }, "streaming"));
-    });
-    // EventSource would reconnect by itself, from the URL's `since`; the
-    // page reconnects instead, from the cursor it has reached.
-    source.onerror = () => finish(opened ? "ended" : "unavailable");
-  });
+    }
+    const type = response.headers.get("Content-Type") || "";
+    if (response.status !== 200 || !type.startsWith("text/event-stream")) {
+      if (response.status >= 400 && response.status < 500) {
+        const text = await response.text().catch(() => "");
+        let json = null;
+        try { json = text ? JSON.parse(text) : null; } catch (_) { json = null; }
+        throw new Answer({ status: response.status, json }, "streaming");
+      }
+      return "unavailable";
+    }
+    page.feed = "stream";
+    setStatus("live");
+    showObserver();
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      let chunk;
+      try {
+        chunk = await reader.read();
+      } catch (_) {
+        return "ended";
+      }
+      if (chunk.done) return "ended";
+      buffer += decoder.decode(chunk.value, { stream: true });
+      // Events end with a blank line; comment lines (heartbeats) are skipped.
+      for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let name = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith(":")) continue;
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          let value = colon < 0 ? "" : line.slice(colon + 1);
+          if (value.startsWith(" ")) value = value.slice(1);
+          if (field === "event") name = value;
+          else if (field === "data") data.push(value);
+        }
+        if (name === "changes") {
+          receive(JSON.parse(data.join("\n")));
+        } else if (name === "gone") {
+          let problem = null;
+          try { problem = JSON.parse(data.join("\n")); } catch (_) { problem = null; }
+          throw new Answer({ status: 410, json: problem }, "streaming");
+        }
+      }
+    }
+  } finally {
+    abort.abort();
+    if (page.streamAbort === abort) page.streamAbort = null;
+  }
 }
 
 /// One long-poll, waiting up to `timeout` seconds; applies what it brings.
@@ -200,9 +237,8 @@ async function poll(timeout = POLL_TIMEOUT) {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), (timeout + 15) * 1000);
   try {
-    const response = await api("GET",
-      `observers/${enc(page.observer)}/changes?since=${page.cursor}&timeout=${timeout}`,
-      { signal: abort.signal });
+    const response = await api("GET", `observer/changes?since=${page.cursor}&timeout=${timeout}`,
+                               { observe: true, signal: abort.signal });
     if (response.status !== 200) throw new Answer(response, "polling");
     setStatus("live");
     receive(response.json);
@@ -1133,9 +1169,9 @@ function start() {
   // Leaving the page ends its stream and frees its observer; a page
   // restored later makes a new one.
   window.addEventListener("pagehide", () => {
-    if (page.source) page.source.close();
+    if (page.streamAbort) page.streamAbort.abort();
     if (!page.observer) return;
-    api("DELETE", `observers/${enc(page.observer)}`, { keepalive: true }).catch(() => {});
+    api("DELETE", "observer", { observe: true, keepalive: true }).catch(() => {});
     page.observer = null;
   });
   run();

@@ -18,8 +18,27 @@ extension ObservableAPI {
             let observer = try store.createObserver(ttlSeconds: Int(ttl), now: ServerClock.wallSeconds)
             return .response(Self.answer(Answer(status: 201, body: JSONWriter.bytes(json(observer)), location: "/observers/" + observer.id)))
         }
-        router.get("/observers/:id") { [self] context in
-            let id = context.parameter("id")
+        // Each observer route twice: with the id in the path, and as
+        // `/observer…` with the id in the `Observer` header, so that it
+        // need never be in a URL (where proxies log it).
+        for base in ["/observers/:id", "/observer"] {
+            addObserverRoutes(at: base, to: router)
+        }
+    }
+
+    /// The observer a route names: in its path, or on `/observer…` in the
+    /// `Observer` header.
+    static func observerId(_ context: RouteContext) throws -> String {
+        if let id = context.parameters["id"] { return id }
+        guard let id = context.request.header("Observer"), !id.isEmpty else {
+            throw APIError(400, "the Observer header names the observer (\(context.route))")
+        }
+        return id
+    }
+
+    private func addObserverRoutes(at base: String, to router: Router) {
+        router.get(base) { [self] context in
+            let id = try Self.observerId(context)
             try store.synchronize()
             // The cursor last answered through any instance.
             try store.refreshCursor(of: id)
@@ -28,18 +47,19 @@ extension ObservableAPI {
             }
             return .response(Self.json(JSONWriter.bytes(json(observer)), request: context.request, cursor: store.registry.lastSeq))
         }
-        router.delete("/observers/:id", access: .read) { [self] context in
-            let waiter = try store.deleteObserver(context.parameter("id"))
+        router.delete(base, access: .read) { [self] context in
+            let waiter = try store.deleteObserver(Self.observerId(context))
             feed.observerDeleted(waiter)
             return .response(Self.answer(.noContent))
         }
-        router.delete("/observers/:id/reads", access: .read) { [self] context in
-            try store.clearReads(of: context.parameter("id"), now: ServerClock.wallSeconds)
+        router.delete(base + "/reads", access: .read) { [self] context in
+            try store.clearReads(of: Self.observerId(context), now: ServerClock.wallSeconds)
             return .response(Self.answer(.noContent))
         }
-        router.get(ChangeFeed.route) { [self] context in
+        router.get(base + "/changes") { [self] context in
             let request = context.request
             let query = request.query
+            let id = try Self.observerId(context)
             var since = try query["since"].map { try Self.nonNegativeInteger($0, "since") }
             let limit = try query["limit"].map { try Self.nonNegativeInteger($0, "limit") } ?? Int64(Self.defaultLimit)
             guard Self.limitRange.contains(Int(clamping: limit)) else {
@@ -57,8 +77,8 @@ extension ObservableAPI {
                     let lastEvent = try Self.nonNegativeInteger(last, "Last-Event-ID")
                     since = max(since ?? lastEvent, lastEvent)
                 }
-                if since == nil { try store.refreshCursor(of: context.parameter("id")) }
-                return feed.stream(context.parameter("id"), since: since, coalesce: coalesce, repair: repair,
+                if since == nil { try store.refreshCursor(of: id) }
+                return feed.stream(id, since: since, coalesce: coalesce, repair: repair,
                                    headers: context.corsHeaders, connection: context.connection)
             }
             // `Prefer: wait=N` (RFC 7240) is `timeout=N`; the query wins.
@@ -73,7 +93,7 @@ extension ObservableAPI {
             } else {
                 timeout = .seconds(limits.defaultLongPoll)
             }
-            return feed.poll(context.parameter("id"), since: since, limit: Int(limit), coalesce: coalesce, repair: repair,
+            return feed.poll(id, since: since, limit: Int(limit), coalesce: coalesce, repair: repair,
                              timeout: timeout, headers: headers, connection: context.connection)
         }
     }

@@ -20,6 +20,25 @@ enum Identifier {
         for i in 8..<16 { bytes[i] = UInt8(truncatingIfNeeded: low >> (UInt64(i - 8) * 8)) }
         bytes[6] = (bytes[6] & 0x0F) | 0x70
         bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return text(of: bytes)
+    }
+
+    /// A random (version 4) UUID: 122 random bits from `getrandom`, nothing
+    /// else. An observer's id is all it takes to use it (a capability), so
+    /// it carries no time and is as hard to guess as such an id can be.
+    static func makeRandom() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next(), low = generator.next()
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<8 { bytes[i] = UInt8(truncatingIfNeeded: high >> (UInt64(i) * 8)) }
+        for i in 8..<16 { bytes[i] = UInt8(truncatingIfNeeded: low >> (UInt64(i - 8) * 8)) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return text(of: bytes)
+    }
+
+    /// `bytes` (16) as a UUID in lower case.
+    private static func text(of bytes: [UInt8]) -> String {
         let hex = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(36)

@@ -13,7 +13,7 @@ extension Store {
         }
         return try exclusive { storage in
             // Under the writer lock no commit can move `seq` meanwhile.
-            let observer = ObserverSnapshot(id: Identifier.make(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now)
+            let observer = ObserverSnapshot(id: Identifier.makeRandom(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now)
             try storage.insertObserver(observer)
             registry.add(observer)
             return observer

@@ -22,11 +22,15 @@ final class EventStreamClient {
 
     /// Opens the feed of `observer` at `query` (say `since=3`), sending
     /// `lastEventID` when given.
+    /// With `namedInHeader`, the observer goes in the `Observer` header of
+    /// `GET /observer/changes` rather than in the path.
     init(port: UInt16, observer: String, query: String = "", lastEventID: String? = nil, headers: [String: String] = [:],
-         receiveTimeout: Double = 10, receiveBuffer: Int32? = nil) throws
+         receiveTimeout: Double = 10, receiveBuffer: Int32? = nil, namedInHeader: Bool = false) throws
     {
         connection = try RawConnection(port: port, receiveTimeout: receiveTimeout, receiveBuffer: receiveBuffer)
-        var request = "GET /observers/\(observer)/changes\(query.isEmpty ? "" : "?" + query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+        let path = namedInHeader ? "/observer/changes" : "/observers/\(observer)/changes"
+        var request = "GET \(path)\(query.isEmpty ? "" : "?" + query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+        if namedInHeader { request += "Observer: \(observer)\r\n" }
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         try connection.send(request + "\r\n")
