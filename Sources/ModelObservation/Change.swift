@@ -55,6 +55,15 @@ public struct Change: Sendable, Equatable {
         self.places = places
     }
 
+    /// About the bytes it holds: its texts, its keys' paths, and a fixed
+    /// part for the rest. What `--retain-changes-bytes` counts.
+    public var weight: Int {
+        var bytes = 128 + path.utf8.count + (old?.utf8.count ?? 0) + (new?.utf8.count ?? 0)
+        for key in keys { bytes += 16 + key.path.utf8.count }
+        for key in impliedReads { bytes += 16 + key.path.utf8.count }
+        return bytes
+    }
+
     public static func == (a: Change, b: Change) -> Bool {
         a.seq == b.seq && a.transaction == b.transaction && a.path == b.path && a.operation == b.operation && a.old == b.old
             && a.new == b.new && a.keys == b.keys && a.impliedReads == b.impliedReads

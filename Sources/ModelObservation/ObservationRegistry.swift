@@ -58,13 +58,16 @@ public final class ObservationRegistry: Sendable {
     }
 
     public let retain: Int
+    /// Most bytes the kept changes may weigh (`Change.weight`).
+    public let retainBytes: Int
     /// Most property keys one observer may have read.
     public let maxReadsPerObserver: Int
     private let core: Locked<RegistryCore>
 
-    public init(retain: Int, maxReadsPerObserver: Int = 100_000) {
-        let core = RegistryCore(retain: retain, maxReadsPerObserver: maxReadsPerObserver)
+    public init(retain: Int, retainBytes: Int = .max, maxReadsPerObserver: Int = 100_000) {
+        let core = RegistryCore(retain: retain, retainBytes: retainBytes, maxReadsPerObserver: maxReadsPerObserver)
         self.retain = core.retain
+        self.retainBytes = core.retainBytes
         self.maxReadsPerObserver = maxReadsPerObserver
         self.core = Locked(core)
     }

@@ -16,6 +16,8 @@ extension RegistryCore {
         var shapeIndex: [String: ShapeIndex] = [:]
         var slots = Slots()
         var log = Deque<Change>()
+        /// What the changes in `log` weigh (`Change.weight`).
+        var logBytes = 0
         var lastSeq: Int64 = 0
         /// Changes up to this `seq` are no longer kept.
         var prunedThrough: Int64 = 0

@@ -15,6 +15,9 @@ struct RegistryCore: Sendable {
     typealias TrackPlan = ObservationRegistry.TrackPlan
 
     let retain: Int
+    /// Most bytes the kept changes may weigh (`Change.weight`): the oldest
+    /// go first past it, however few are kept; the newest always stays.
+    let retainBytes: Int
     /// About how many stored records of reads no longer count, of
     /// observers removed or whose reads were cleared since the start: one
     /// for each `seq` among an observer's reads. What decides when stored
@@ -28,8 +31,9 @@ struct RegistryCore: Sendable {
     /// `reload`, as the streams stay open.
     var streams: [String: any StreamWaiter] = [:]
 
-    init(retain: Int, maxReadsPerObserver: Int = 100_000) {
+    init(retain: Int, retainBytes: Int = .max, maxReadsPerObserver: Int = 100_000) {
         self.retain = max(1, retain)
+        self.retainBytes = max(1, retainBytes)
         self.maxReadsPerObserver = maxReadsPerObserver
     }
 
@@ -39,7 +43,9 @@ struct RegistryCore: Sendable {
     mutating func restore(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) {
         s.lastSeq = lastSeq
         s.log = Deque(changes.suffix(retain))
+        s.logBytes = s.log.reduce(0) { $0 + $1.weight }
         s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
+        prune()
         for observer in observers { s.insert(observer) }
     }
 
@@ -340,6 +346,7 @@ struct RegistryCore: Sendable {
         var woken: [(observer: String, waiter: any ChangeWaiter)] = []
         for change in changes {
             s.log.append(change)
+            s.logBytes += change.weight
             s.lastSeq = change.seq
             // One key (most changes) has each reader once: no set to build.
             // Through shapes an observer may be named twice (a shape of
@@ -397,14 +404,21 @@ struct RegistryCore: Sendable {
                 }
             }
         }
-        while s.log.count > retain, let first = s.log.popFirst() {
-            s.prunedThrough = first.seq
-        }
+        prune()
         if PlantedFault.current == .wakeEveryPoll {
             for (id, waiter) in s.waiters where !woken.contains(where: { $0.observer == id.id }) { woken.append((id.id, waiter)) }
             s.waiters.removeAll()
         }
         return woken
+    }
+
+    /// Drops the oldest changes while more than `retain` are kept, or they
+    /// weigh more than `retainBytes` (keeping the newest).
+    private mutating func prune() {
+        while s.log.count > retain || (s.logBytes > retainBytes && s.log.count > 1), let first = s.log.popFirst() {
+            s.logBytes -= first.weight
+            s.prunedThrough = first.seq
+        }
     }
 
     /// The changes observer `id` receives after `since` (its own cursor when

@@ -19,6 +19,8 @@ public final class Store: Sendable {
         /// for a database that several instances share.
         public var database: String
         public var retainChanges: Int = 100_000
+        /// Most bytes the retained changes may weigh (`Change.weight`).
+        public var retainChangesBytes: Int = 64 << 20
         public var synchronous: Synchronous = .normal
         public var maxReadsPerObserver: Int = 100_000
 
@@ -89,7 +91,8 @@ public final class Store: Sendable {
         let applied = try storage.migrate(catalog.migrations)
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
         try readDurability.recover()
-        let registry = ObservationRegistry(retain: configuration.retainChanges, maxReadsPerObserver: configuration.maxReadsPerObserver)
+        let registry = ObservationRegistry(retain: configuration.retainChanges, retainBytes: configuration.retainChangesBytes,
+                                            maxReadsPerObserver: configuration.maxReadsPerObserver)
         let shared = storage as? any SharedStorage
         // Shared: loaded in an ordered transaction, so that no other
         // instance commits between the rows and the version they reflect.

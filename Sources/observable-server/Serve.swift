@@ -43,6 +43,8 @@ struct Serve: ParsableCommand {
 
     @Option(name: .customLong("retain-changes"), help: "Change-log entries kept (env OBSERVABLE_RETAIN_CHANGES; default 100000).")
     var retainChanges: Int?
+    @Option(name: .customLong("retain-changes-bytes"), help: "Most bytes the kept change-log entries may hold; the oldest go first past it (env OBSERVABLE_RETAIN_CHANGES_BYTES; default 67108864).")
+    var retainChangesBytes: Int?
 
     @Option(name: .customLong("max-reads-per-observer"), help: "Most properties one observer may track; more is 422 (env OBSERVABLE_MAX_READS_PER_OBSERVER; default 100000).")
     var maxReadsPerObserver: Int?
@@ -77,6 +79,7 @@ struct Serve: ParsableCommand {
 
         var storeConfiguration = Store.Configuration(database: try store.databaseName())
         storeConfiguration.retainChanges = try setting(retainChanges, "OBSERVABLE_RETAIN_CHANGES", default: 100_000)
+        storeConfiguration.retainChangesBytes = try setting(retainChangesBytes, "OBSERVABLE_RETAIN_CHANGES_BYTES", default: 64 << 20)
         storeConfiguration.maxReadsPerObserver = try setting(maxReadsPerObserver, "OBSERVABLE_MAX_READS_PER_OBSERVER", default: 100_000)
         let syncName = (setting(synchronous, "OBSERVABLE_SYNCHRONOUS") ?? "normal").uppercased()
         guard let sync = Store.Synchronous(rawValue: syncName) else { throw ValidationError("synchronous must be normal or full") }
@@ -118,8 +121,8 @@ struct Serve: ParsableCommand {
         }
         guard configuration.http.threads >= 1, configuration.http.maxBody >= 1, configuration.limits.maxLongPoll >= 1,
               configuration.http.connectionLimit >= 1, configuration.http.idleTimeout >= 1, storeConfiguration.retainChanges >= 1,
-              storeConfiguration.maxReadsPerObserver >= 1
-        else { throw ValidationError("threads, max-body, max-long-poll, connection-limit, idle-timeout and retain-changes must be positive") }
+              storeConfiguration.retainChangesBytes >= 1, storeConfiguration.maxReadsPerObserver >= 1
+        else { throw ValidationError("threads, max-body, max-long-poll, connection-limit, idle-timeout, retain-changes and retain-changes-bytes must be positive") }
 
         let application = try Application(configuration: configuration, logger: logger)
         try application.start()

@@ -78,6 +78,35 @@ import TestSupport
         #expect(try client.changes(id, since: cursor).json == ["cursor": 5, "changes": []])
     }
 
+    /// The log is bounded by bytes too: big changes push the oldest out
+    /// however few are kept, a cursor before them is gone (or repaired),
+    /// and a restart keeps within the bound as well.
+    @Test func theLogKeepsWithinItsBytesAsWellAsItsEntries() throws {
+        let folder = temporaryFolder()
+        let bound = 4096
+        var server: TestServer? = try TestServer(folder: folder) { $0.store.retainChangesBytes = bound }
+        let client = server!.client
+        let id = try client.observer()
+        _ = try client.get("/truck", observer: id)
+        let big = String(repeating: "x", count: 150)
+        for i in 0..<20 { _ = try client.patch("/truck", ["name": .string(big + String(i))]) }
+        // Each change of the name weighs some 450 bytes: about nine fit.
+        let gone = try client.changes(id, since: 0)
+        #expect(gone.status == 410)
+        let oldest = try #require(gone.json["oldestRetainedSeq"]?.intValue)
+        #expect(oldest > 10 && oldest < 20)
+        #expect(try client.changes(id, since: oldest).json.changeList.count == 20 - Int(oldest))
+        let repaired = try client.changes(id, since: 0, extra: "&repair=true")
+        #expect(repaired.status == 200)
+        #expect(repaired.json.changeList.first { $0["path"] == "/truck/name" }?["new"] == .string(big + "19"))
+        server!.stop()
+        server = nil
+        let again = try TestServer(folder: folder) { $0.store.retainChangesBytes = bound }
+        let goneAgain = try again.client.changes(id, since: 0)
+        #expect(goneAgain.status == 410)
+        #expect(try #require(goneAgain.json["oldestRetainedSeq"]?.intValue) >= oldest)
+    }
+
     @Test func limitNeverSplitsATransaction() throws {
         let server = try TestServer()
         let client = server.client

@@ -253,3 +253,38 @@ final class Waiter: ChangeWaiter {}
         #expect(registry.observer("a")?.reads.isEmpty == true)
     }
 }
+
+/// The log is bounded by what its changes weigh as well as by their count.
+@Suite struct LogBytesTests {
+    static func change(_ seq: Int64, size: Int) -> Change {
+        PendingChange.set("/x", old: "", new: String(repeating: "y", count: size)).committed(seq: seq, transaction: seq)
+    }
+
+    @Test func theOldestGoWhenTheLogWeighsTooMuchButTheNewestStays() {
+        let weight = Self.change(1, size: 1000).weight
+        let registry = ObservationRegistry(retain: 100, retainBytes: 3 * weight)
+        _ = registry.publish((1...5).map { Self.change($0, size: 1000) })
+        #expect(registry.oldestAvailableSeq == 2)
+        // One change heavier than the whole bound is still kept, alone.
+        _ = registry.publish([Self.change(6, size: 10 * weight)])
+        #expect(registry.oldestAvailableSeq == 5)
+        registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 60, lastUsed: 0))
+        guard case .gone(let oldest) = registry.poll("a", since: 4, limit: 10, now: 0).poll else {
+            Issue.record("expected gone")
+            return
+        }
+        #expect(oldest == 5)
+        guard case .changes(_, let cursor) = registry.poll("a", since: 5, limit: 10, now: 0).poll else {
+            Issue.record("expected changes")
+            return
+        }
+        #expect(cursor == 6)
+    }
+
+    @Test func aRestoredLogIsCutToItsBytes() {
+        let weight = Self.change(1, size: 500).weight
+        let registry = ObservationRegistry(retain: 100, retainBytes: 2 * weight)
+        registry.restore(observers: [], changes: (1...4).map { Self.change($0, size: 500) }, lastSeq: 4)
+        #expect(registry.oldestAvailableSeq == 2)
+    }
+}
