@@ -1,3 +1,4 @@
+import Foundation
 import JSON
 @testable import ModelStore
 import Models
@@ -93,6 +94,20 @@ import Testing
         }
         #expect(try Self.refusal("\u{200B}x\u{200B}") == nil)
         #expect(try Self.refusal("\u{301}") == nil)
+    }
+
+    /// The `pattern` the API reference gives for "not blank" says, code
+    /// point by code point, what the rule says.
+    @Test func thePatternOfNotBlankAgreesWithTheRuleOnEveryCodePointOfTheBasicPlane() throws {
+        let pattern = try NSRegularExpression(pattern: Resource.visibleTextPattern)
+        var disagreements: [String] = []
+        for value in UInt32(0)...0xFFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let text = String(scalar)
+            let matches = pattern.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+            if matches == TextLimits.isBlank(text) { disagreements.append("U+" + String(value, radix: 16, uppercase: true)) }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(20))")
     }
 
     /// Every text a client sets, in every seed model and action, is held to
