@@ -1,5 +1,5 @@
 @testable import API
-import ModelStore
+@testable import ModelStore
 import Models
 import Foundation
 import Testing
@@ -104,6 +104,37 @@ import Testing
         #expect(file.contains("    Problem:\n      description: RFC 9457 problem details.\n      type: object\n      additionalProperties: false\n"))
         #expect(members.subtracting(Self.properties(ofSchema: "Problem", in: file)).sorted() == [],
                 "members of the 410 that the document's Problem does not admit")
+    }
+
+    /// The shared text schemas state the limits the declarations hold text
+    /// to: characters as `maxLength`, bytes as `x-maxBytes`, and "not blank"
+    /// as the pattern the rule is tested against.
+    @Test func theTextSchemasStateTheDeclaredLimits() throws {
+        let file = String(decoding: try Self.document(), as: UTF8.self)
+        let text = Self.keywords(ofSchema: "Text", in: file)
+        #expect(text["maxLength"] == "\(TextLimits.standard.maxLength)")
+        #expect(text["x-maxBytes"] == "\(TextLimits.standard.maxBytes)")
+        #expect(text["pattern"] == "'\(Resource.visibleTextPattern)'")
+        let imageURL = try #require(Posts.posts.field("imageURL")?.limits)
+        let schema = Self.keywords(ofSchema: "ImageURL", in: file)
+        #expect(schema["maxLength"] == "\(imageURL.maxLength)")
+        #expect(schema["x-maxBytes"] == "\(imageURL.maxBytes)")
+    }
+
+    /// The one-line keywords (`key: value`) of the schema `name` of
+    /// `components: schemas:`, read from the layout docs/openapi.yaml keeps.
+    static func keywords(ofSchema name: String, in yaml: String) -> [String: String] {
+        var inSchema = false
+        var keywords: [String: String] = [:]
+        for line in yaml.split(separator: "\n") {
+            let indent = line.prefix { $0 == " " }.count
+            if indent <= 4 {
+                inSchema = line == "    \(name):"
+            } else if inSchema, indent == 6, let colon = line.firstIndex(of: ":") {
+                keywords[String(line[line.index(line.startIndex, offsetBy: 6)..<colon])] = String(line[colon...].dropFirst(2))
+            }
+        }
+        return keywords
     }
 
     /// The property names of the schema `name` of `components: schemas:`,

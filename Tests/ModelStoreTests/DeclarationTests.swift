@@ -161,6 +161,8 @@ import Testing
         #expect(paths.contains("  /shelf/boxes:\n    get:\n"))
         #expect(paths.contains("      operationId: createBox\n"))
         #expect(paths.contains("  /shelf/boxes/{id}/items/{itemId}:\n"))
+        // A text's limits in a body: characters as `maxLength`, bytes as `x-maxBytes`.
+        #expect(paths.contains("                  maxLength: 5\n                  x-maxBytes: 20\n                  pattern: '[^\\x00-\\x20"))
         let schemas = Self.boxes.openAPISchemas()
         #expect(schemas.contains("    BoxSelection:\n"))
         #expect(schemas.contains("        weightKg:\n          type: integer\n          minimum: 1\n          maximum: 50\n"))

@@ -58,7 +58,7 @@ public struct Field: Sendable {
         self.rules = rules
     }
 
-    /// Text; by default not blank and at most 200 characters.
+    /// Text; by default not blank, at most 200 characters and 800 bytes.
     public static func text(_ name: String, column: String? = nil, nullable: Bool = false, default value: String? = nil,
                             access: Access = .writable, limits: TextLimits? = .standard, rules: [Rule] = [],
                             description: String? = nil, schema: String? = nil) -> Field
@@ -144,25 +144,74 @@ public struct Field: Sendable {
     }
 }
 
-/// Limits on a text field's value.
+/// Limits on a text field's value: in characters (grapheme clusters, what a
+/// reader counts), in bytes (what storing, logging and sending it costs),
+/// and in code points per character (so no one character is a megabyte of
+/// combining marks).
 public struct TextLimits: Sendable {
     public var maxLength: Int
+    /// At most this many bytes in UTF-8; `4 × maxLength` unless given, so
+    /// that any text of at most `maxLength` code points fits, as the API
+    /// reference's `maxLength` (which counts code points) promises.
+    public var maxBytes: Int
     public var allowsBlank: Bool
 
-    public init(maxLength: Int, allowsBlank: Bool = false) {
+    /// The most code points one character may combine. The longest
+    /// characters of real text (emoji ZWJ sequences such as a kiss with two
+    /// skin tones, subdivision flags, Indic conjuncts) have about ten.
+    public static let maxScalarsPerCharacter = 16
+
+    public init(maxLength: Int, maxBytes: Int? = nil, allowsBlank: Bool = false) {
         self.maxLength = maxLength
+        self.maxBytes = maxBytes ?? 4 * maxLength
         self.allowsBlank = allowsBlank
     }
 
-    /// Not blank, at most 200 characters: names and labels.
+    /// Not blank, at most 200 characters (and 800 bytes): names and labels.
     public static let standard = TextLimits(maxLength: 200)
 
     var rule: Field.Rule {
         let limits = self
         return { name, value in
             guard let text = value.stringValue else { return }
-            if !limits.allowsBlank && text.allSatisfy(\.isWhitespace) { throw ModelError.unprocessable("\(name) must not be empty") }
-            if text.count > limits.maxLength { throw ModelError.unprocessable("\(name) must be at most \(limits.maxLength) characters") }
+            if !limits.allowsBlank && Self.isBlank(text) { throw ModelError.unprocessable("\(name) must not be empty") }
+            // One walk over the characters, which stops after `maxLength + 1`:
+            // a megabyte of letters costs no more than 201 of them.
+            var count = 0, longest = 0, index = text.startIndex
+            while index < text.endIndex && count <= limits.maxLength {
+                let next = text.index(after: index)
+                longest = max(longest, text.unicodeScalars.distance(from: index, to: next))
+                count += 1
+                index = next
+            }
+            if count > limits.maxLength { throw ModelError.unprocessable("\(name) must be at most \(limits.maxLength) characters") }
+            if text.utf8.count > limits.maxBytes {
+                throw ModelError.unprocessable("\(name) must be at most \(limits.maxBytes) bytes in UTF-8")
+            }
+            if longest > Self.maxScalarsPerCharacter {
+                throw ModelError.unprocessable(
+                    "\(name) must not combine more than \(Self.maxScalarsPerCharacter) code points into one character")
+            }
+        }
+    }
+
+    /// Whether a reader would see nothing: every character is white space
+    /// (its first code point is, as `Character.isWhitespace` says) or made
+    /// only of invisible code points.
+    static func isBlank(_ text: String) -> Bool {
+        text.allSatisfy { $0.isWhitespace || $0.unicodeScalars.allSatisfy(isInvisible) }
+    }
+
+    /// White space, controls, format characters (Cf: U+200B ZERO WIDTH SPACE,
+    /// U+FEFF, U+00AD SOFT HYPHEN, U+2060 WORD JOINER, bidi marks, tags) and
+    /// the other default-ignorable code points (U+3164 HANGUL FILLER,
+    /// variation selectors, U+034F COMBINING GRAPHEME JOINER): by Unicode's
+    /// properties, not a list.
+    static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        switch properties.generalCategory {
+        case .format, .control: return true
+        default: return properties.isWhitespace || properties.isDefaultIgnorableCodePoint
         }
     }
 }

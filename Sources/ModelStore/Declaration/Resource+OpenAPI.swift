@@ -320,12 +320,23 @@ extension Resource {
         }
     }
 
+    /// Text with a code point a reader sees, as a schema's `pattern` (one
+    /// class, read alike by ECMA-262, Python and ICU): none of white space,
+    /// controls, format characters and other default-ignorable code points
+    /// (`TextLimits.isInvisible`) of the Basic Multilingual Plane. The
+    /// `Text` schema of docs/openapi.yaml has the same; tests hold both to
+    /// the rule, code point by code point.
+    static let visibleTextPattern = #"[^\x00-\x20\x7f-\xa0\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"#
+        + #"\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb]"#
+
     /// A field's value as a request body must give it: its rules as keywords.
     static func bodySchema(_ yaml: inout YAMLLines, _ field: Field, level: Int) {
         let named: String?
         if let schema = field.schema {
             named = schema
-        } else if field.kind == .text, let limits = field.limits, limits.maxLength == TextLimits.standard.maxLength, !limits.allowsBlank {
+        } else if field.kind == .text, let limits = field.limits, limits.maxLength == TextLimits.standard.maxLength,
+                  limits.maxBytes == TextLimits.standard.maxBytes, !limits.allowsBlank
+        {
             named = field.nullable ? "NullableText" : "Text"
         } else {
             named = nil
@@ -341,7 +352,8 @@ extension Resource {
             valueSchema(&yaml, field, level: level)
             if field.kind == .text, let limits = field.limits {
                 yaml.line(level, "maxLength: \(limits.maxLength)")
-                if !limits.allowsBlank { yaml.line(level, "pattern: \"\\\\S\"") }
+                yaml.line(level, "x-maxBytes: \(limits.maxBytes)")
+                if !limits.allowsBlank { yaml.line(level, "pattern: '\(visibleTextPattern)'") }
             }
         }
         if let value = field.defaultValue, value != .null { yaml.line(level, "default: \(JSONWriter.string(value))") }
