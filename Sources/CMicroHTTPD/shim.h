@@ -118,4 +118,10 @@ static inline int osv_connection_fd(struct MHD_Connection *connection)
     return info ? info->connect_fd : -1;
 }
 
+/* The reason phrase of an HTTP status ("OK", "Not Found"). */
+static inline const char *osv_reason_phrase(unsigned int status)
+{
+    return MHD_get_reason_phrase_for(status);
+}
+
 #endif
