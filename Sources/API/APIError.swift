@@ -38,6 +38,7 @@ public struct APIError: ProblemError {
         case 415: return "Unsupported Media Type"
         case 422: return "Unprocessable Content"
         case 431: return "Request Header Fields Too Large"
+        case 501: return "Not Implemented"
         case 503: return "Service Unavailable"
         default: return status >= 500 ? "Internal Server Error" : "Error"
         }

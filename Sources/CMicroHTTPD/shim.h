@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <microhttpd.h>
 #include <sys/epoll.h>
 
@@ -15,12 +16,21 @@
 
 /* Percent-decoding for paths and query values that leaves %00 encoded:
    decoded, a NUL would cut the C string short and a request could name
-   another resource than the one it spelled out. */
+   another resource than the one it spelled out. The authority of an
+   absolute-form target (`http://host/path`) is left as sent, so that its
+   first `/` is where the path begins. */
 static inline size_t osv_unescape(void *cls, struct MHD_Connection *connection, char *s)
 {
     (void)cls; (void)connection;
-    char *out = s;
-    for (char *in = s; *in; in++) {
+    char *start = s;
+    if (*s != '/' && *s != 0) {
+        char *authority = strstr(s, "://");
+        char *path = authority ? strchr(authority + 3, '/') : NULL;
+        if (authority && !path) return strlen(s);
+        if (path) start = path;
+    }
+    char *out = start;
+    for (char *in = start; *in; in++) {
         if (*in == '%' && in[1] && in[2]) {
             int high = in[1], low = in[2];
             int h = (high >= '0' && high <= '9') ? high - '0' : (high >= 'a' && high <= 'f') ? high - 'a' + 10 : (high >= 'A' && high <= 'F') ? high - 'A' + 10 : -1;
@@ -116,6 +126,129 @@ static inline int osv_connection_fd(struct MHD_Connection *connection)
 {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info ? info->connect_fd : -1;
+}
+
+/* What a request's head says about how its body is framed, and whether its
+   lines are sound, gathered field by field in the one pass the server makes
+   over the header lines libmicrohttpd kept (every line, repeats included):
+   osv_begin_framing, osv_check_field for each, osv_end_framing.
+   HTTPDaemon+Framing.swift decides. */
+struct osv_framing {
+    unsigned int hosts;
+    unsigned int content_lengths;
+    unsigned int transfer_encodings;
+    /* The first Content-Length (libmicrohttpd refuses a malformed one itself). */
+    uint64_t content_length;
+    /* A repeated Content-Length that is malformed or says another length. */
+    int lengths_differ;
+    /* The one Transfer-Encoding line says `chunked` and nothing else (in
+       any case, without a blank after it). */
+    int chunked;
+    /* A field name with a byte that is no token character: whitespace
+       before the colon, a space or a control character in the name. */
+    int bad_name;
+    /* A line libmicrohttpd joined to the one before (folded), cut short at a
+       NUL byte, ended by a bare LF, or holding a CR. */
+    int bad_line;
+    /* Where the text of the line before ended (scan state). */
+    const char *line_end;
+    int check_layout;
+};
+
+/* The bytes a field name may hold (RFC 9110 tchar). */
+static const unsigned char osv_token_bytes[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1,
+    ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
+    ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+};
+
+/* Whether `a` (of `size` bytes) is `lower` in any case. */
+static inline int osv_same_name(const char *a, const char *lower, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        if ((a[i] | 0x20) != lower[i]) return 0;
+    }
+    return 1;
+}
+
+/* A Content-Length value: digits only, at most 19 of them; -1 otherwise. */
+static inline int64_t osv_length_value(const char *value, size_t size)
+{
+    if (size == 0 || size > 19) return -1;
+    int64_t length = 0;
+    for (size_t i = 0; i < size; i++) {
+        if (value[i] < '0' || value[i] > '9') return -1;
+        length = length * 10 + (value[i] - '0');
+    }
+    return length;
+}
+
+/* Starts reading the framing of the request whose HTTP version string is
+   `version` (the line before the first header line ends there);
+   `check_layout` only where the layout described in osv_check_field holds
+   (0.9.75). */
+static inline void osv_begin_framing(struct osv_framing *f, const char *version, int check_layout)
+{
+    memset(f, 0, sizeof *f);
+    f->check_layout = check_layout && version != NULL;
+    f->line_end = f->check_layout ? version + strlen(version) : NULL;
+}
+
+static inline void osv_check_field(struct osv_framing *f, const char *key, size_t key_size, const char *value, size_t value_size)
+{
+    if (value == NULL) { value = ""; value_size = 0; f->bad_line |= f->check_layout; }
+    unsigned char names = key_size != 0;
+    for (size_t i = 0; i < key_size; i++) names &= osv_token_bytes[(unsigned char)key[i]];
+    if (!names) f->bad_name = 1;
+    if (f->check_layout) {
+        /* libmicrohttpd 0.9.75 splits each line in place in its read buffer:
+           the name, a NUL where the colon was, blanks, the value, then NULs
+           where CR LF were, and the next line right after. A folded line it
+           joins into a copy of the name elsewhere; a NUL byte ends the value
+           early, and the rest of the line lies between it and the next. Both
+           pointers are into the connection's one memory pool, so the bytes
+           between them are readable. */
+        const char *after_name = key + key_size + 1;
+        if (value < after_name) {
+            f->bad_line = 1;
+        } else {
+            for (const char *p = after_name; p < value; p++) {
+                if (*p != ' ' && *p != '\t') { f->bad_line = 1; break; }
+            }
+        }
+        const char *end = f->line_end;
+        if (key != end + 2 || end[0] != 0 || end[1] != 0) f->bad_line = 1;
+        if (value_size != 0 && memchr(value, '\r', value_size) != NULL) f->bad_line = 1;
+        f->line_end = value + value_size;
+    }
+    /* `osv_same_name` ORs 0x20 into each byte: only letters and `-` here. */
+    if (key_size == 4 && osv_same_name(key, "host", 4)) {
+        f->hosts++;
+    } else if (key_size == 14 && osv_same_name(key, "content-length", 14)) {
+        int64_t length = osv_length_value(value, value_size);
+        if (f->content_lengths == 0) {
+            f->content_length = length < 0 ? 0 : (uint64_t)length;
+        } else if (length < 0 || (uint64_t)length != f->content_length) {
+            f->lengths_differ = 1;
+        }
+        f->content_lengths++;
+    } else if (key_size == 17 && osv_same_name(key, "transfer-encoding", 17)) {
+        /* Exactly as libmicrohttpd reads a chunked body: `chunked` in any
+           case, no blank after it (with one it would wait for a body it
+           cannot frame). */
+        f->chunked = f->transfer_encodings == 0 && value_size == 7 && osv_same_name(value, "chunked", 7);
+        f->transfer_encodings++;
+    }
+}
+
+/* After the last field: the last line ends in CR LF, and the empty line
+   after it in CR LF, four NULs (anything else was hidden behind a NUL). */
+static inline void osv_end_framing(struct osv_framing *f)
+{
+    if (f->check_layout) {
+        const char *end = f->line_end;
+        if (end[0] != 0 || end[1] != 0 || end[2] != 0 || end[3] != 0) f->bad_line = 1;
+    }
 }
 
 /* The reason phrase of an HTTP status ("OK", "Not Found"). */

@@ -149,6 +149,9 @@ public final class HTTPDaemon: Sendable {
             throw StartError.badHost(c.host)
         }
         guard let started else { throw StartError.cannotStart(host: c.host, port: c.port) }
+        if !Self.checksLineLayout {
+            logger.notice("libmicrohttpd \(String(cString: MHD_get_version())): folded header lines and NUL bytes are left to it")
+        }
         daemon.withLock { $0 = DaemonPointer(raw: started) }
         boundPort.store(osv_daemon_port(started), ordering: .releasing)
         startTimer()
@@ -318,10 +321,17 @@ public final class HTTPDaemon: Sendable {
         guard context.isStarted else { return start(context, connection: connection, url: url, method: method, version: version) }
         if uploadSize.pointee > 0 {
             let size = uploadSize.pointee
-            if context.bodyTooLarge || context.body.count + size > configuration.maxBody {
-                context.bodyTooLarge = true
+            if context.body.count + size > configuration.maxBody {
+                // A chunked body (a longer announced one was refused at once):
+                // answered as soon as it passes the limit. libmicrohttpd
+                // cannot queue an answer before the body's end, so it is
+                // written here and the connection closed.
                 context.body = []
-            } else if let uploadData {
+                context.answered = true
+                bodyTooLarge.write(closingTo: osv_connection_fd(connection))
+                return .NO
+            }
+            if let uploadData {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: size) { bytes in
                     context.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: size))
                 }
@@ -339,16 +349,14 @@ public final class HTTPDaemon: Sendable {
             return send(response, on: connection, context: context)
         }
         if context.answered { return .YES }
-        if context.bodyTooLarge {
-            return send(responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
-        }
         let request = HTTPRequest(
             method: context.method,
             path: context.url,
             query: context.query,
-            fields: headerFields(connection),
+            fields: context.fields,
             body: context.body)
         context.body = []
+        context.fields = []
         let handle = Connection(daemon: self, pointer: ConnectionPointer(raw: connection), context: context)
         switch responder.respond(to: request, connection: handle) {
         case .response(let response):
@@ -364,21 +372,53 @@ public final class HTTPDaemon: Sendable {
     }
 
     /// The first call for a request: its headers are in, its body is not.
+    /// A request refused here (its framing, its target, its announced
+    /// length) is answered before its body is read, and its connection
+    /// closed.
     private func start(_ context: RequestContext, connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
                        version: UnsafePointer<CChar>?) -> MHD_Result
     {
-        context.start(method: methodName(method), url: String(cString: url))
+        let method = methodName(method)
+        let path = Self.path(ofTarget: url, method: method)
+        context.start(method: method, url: path ?? String(cString: url))
         context.isHTTP10 = version.map { strcmp($0, "HTTP/1.0") == 0 } ?? false
         inFlight.add(1, ordering: .relaxed)
         if let refusal = context.refusal {
-            return send(refusal, on: connection, context: context)
+            return refuse(refusal, on: connection, context: context)
+        }
+        let head = headerFields(connection, version: version)
+        let framing = head.framing
+        if let (status, detail) = Self.framingRefusal(framing, isHTTP10: context.isHTTP10) {
+            return refuse(responder.refusal(status: status, detail: detail), on: connection, context: context)
+        }
+        if path == nil {
+            return refuse(responder.refusal(
+                status: 400, detail: "The request target is neither a path (/…), nor an absolute URL (http://host/…), nor * for OPTIONS."),
+                          on: connection, context: context)
         }
         // An announced oversize body is refused before it is read.
-        if let length = lookup(connection, .HEADER_KIND, "Content-Length"), let size = Int(length), size > configuration.maxBody {
-            context.bodyTooLarge = true
-            return send(responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
+        if framing.content_lengths > 0, framing.content_length > UInt64(configuration.maxBody) {
+            return refuse(bodyTooLarge, on: connection, context: context)
         }
+        context.fields = head.values
         return .YES
+    }
+
+    /// `413` for a body over the limit.
+    private var bodyTooLarge: HTTPResponse {
+        responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes.")
+    }
+
+    /// `response`, closing its connection.
+    private func closing(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        response.setHeader("Connection", "close")
+        return response
+    }
+
+    /// Answers a request before its body is read, and closes its connection.
+    private func refuse(_ refusal: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+        send(closing(refusal), on: connection, context: context)
     }
 
     /// Called with a request's target (path and query, as sent) before
@@ -438,17 +478,16 @@ public final class HTTPDaemon: Sendable {
         return withExtendedLifetime(prepared) { MHD_queue_response(connection, UInt32(response.status), prepared.raw) }
     }
 
-    private func lookup(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ name: String) -> String? {
-        MHD_lookup_connection_value(connection, kind, name).map { String(cString: $0) }
-    }
-
-    /// The header fields as received.
-    private func headerFields(_ connection: OpaquePointer) -> [HeaderField] {
-        let box = ValueCollector()
-        withExtendedLifetime(box) {
-            _ = MHD_get_connection_values(connection, .HEADER_KIND, collectValue, Unmanaged.passUnretained(box).toOpaque())
+    /// The header fields as received, and what they say about the
+    /// request's framing, in one pass over libmicrohttpd's list.
+    private func headerFields(_ connection: OpaquePointer, version: UnsafePointer<CChar>?) -> RequestHead {
+        var head = RequestHead()
+        osv_begin_framing(&head.framing, version, Self.checksLineLayout ? 1 : 0)
+        withUnsafeMutablePointer(to: &head) { head in
+            _ = MHD_get_connection_values_n(connection, .HEADER_KIND, collectValue, UnsafeMutableRawPointer(head))
         }
-        return box.values
+        osv_end_framing(&head.framing)
+        return head
     }
 }
 
@@ -470,8 +509,9 @@ final class RequestContext: @unchecked Sendable {
     /// The answer to a request refused from its target alone, sent once its
     /// headers are in.
     var refusal: HTTPResponse?
+    /// The header fields, from the first call until the request is handed on.
+    var fields: [HeaderField] = []
     var body: [UInt8] = []
-    var bodyTooLarge = false
     var answered = false
     var parked: ParkedConnection?
     /// The event stream this request answers with.
@@ -495,16 +535,30 @@ final class RequestContext: @unchecked Sendable {
     }
 }
 
-final class ValueCollector {
+/// A request's header fields and framing as one pass collects them, in a
+/// struct on the collecting thread's stack (reached through a pointer: no
+/// allocation, and no exclusivity check per field).
+struct RequestHead {
     var values: [HeaderField] = []
+    var framing = osv_framing()
+
     init() { values.reserveCapacity(8) }
 }
 
-private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> MHD_Result {
+private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
+                          _ value: UnsafePointer<CChar>?, _ valueSize: Int) -> MHD_Result
+{
     guard let cls, let key else { return .YES }
-    let box = Unmanaged<ValueCollector>.fromOpaque(cls).takeUnretainedValue()
-    box.values.append(HeaderField(name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
+    let head = cls.assumingMemoryBound(to: RequestHead.self)
+    osv_check_field(&head.pointee.framing, key, keySize, value, valueSize)
+    head.pointee.values.append(HeaderField(name: string(key, keySize), value: value.map { string($0, valueSize) } ?? ""))
     return .YES
+}
+
+/// `count` bytes at `bytes` as a string (libmicrohttpd gives the length:
+/// no `strlen`).
+private func string(_ bytes: UnsafePointer<CChar>, _ count: Int) -> String {
+    bytes.withMemoryRebound(to: UInt8.self, capacity: count) { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
 }
 
 /// Whether the NUL at `end` is the one libmicrohttpd wrote between the target

@@ -109,10 +109,12 @@ public final class RawConnection {
         return buffer
     }
 
-    /// True when the server has closed the connection (reads EOF).
+    /// True when the server has closed the connection (reads EOF, or a
+    /// reset: a server that closes with bytes of ours unread resets it).
     public func isClosedByServer() -> Bool {
         var byte: UInt8 = 0
-        return recv(fd, &byte, 1, 0) == 0
+        let n = recv(fd, &byte, 1, 0)
+        return n == 0 || (n < 0 && errno == ECONNRESET)
     }
 
     private func headEnd() -> Int? {
