@@ -10,6 +10,8 @@
 #include <string.h>
 #include <microhttpd.h>
 #include <sys/epoll.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
 
 /* MHD_start_daemon and MHD_get_daemon_info are variadic, which Swift cannot
    call: these wrappers pass a fixed set of options. */
@@ -60,6 +62,8 @@ struct osv_daemon_options {
     const struct sockaddr *bind_address; /* NULL: all interfaces on `port` */
     osv_target_callback target_received;
     void *target_received_cls;
+    /* Told of every connection accepted and closed (its cls is target_received_cls). */
+    MHD_NotifyConnectionCallback connection_notified;
 };
 
 /* libmicrohttpd's messages, formatted, go to the server's log: defined in
@@ -96,6 +100,7 @@ osv_start_daemon(unsigned int flags, uint16_t port,
         { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)osv_unescape, NULL },
         { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)o->target_received, o->target_received_cls },
         { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)osv_logger, o->target_received_cls },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)o->connection_notified, o->target_received_cls },
         { o->bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)o->bind_address },
         { MHD_OPTION_END, 0, NULL },
     };
@@ -126,6 +131,61 @@ static inline int osv_connection_fd(struct MHD_Connection *connection)
 {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info ? info->connect_fd : -1;
+}
+
+/* The pointer a connection was given when it was accepted (socket_context). */
+static inline void *osv_connection_context(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+/* The client's address as two words, the key its connections are counted
+   under: an IPv4 address (also when mapped into IPv6) whole, an IPv6 address
+   by its /64 prefix, the smallest block a client is usually given; zero for
+   any other address. */
+struct osv_client_key {
+    uint64_t high;
+    uint64_t low;
+};
+
+static inline struct osv_client_key osv_client_key_of(struct MHD_Connection *connection)
+{
+    struct osv_client_key key = { 0, 0 };
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *address = info ? info->client_addr : NULL;
+    if (address == NULL) return key;
+    if (address->sa_family == AF_INET) {
+        key.low = 0xffff00000000ULL | ntohl(((const struct sockaddr_in *)address)->sin_addr.s_addr);
+    } else if (address->sa_family == AF_INET6) {
+        const uint8_t *bytes = ((const struct sockaddr_in6 *)address)->sin6_addr.s6_addr;
+        static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+        if (memcmp(bytes, mapped, 12) == 0) {
+            key.low = 0xffff00000000ULL | ((uint64_t)bytes[12] << 24) | ((uint64_t)bytes[13] << 16) | ((uint64_t)bytes[14] << 8) | bytes[15];
+        } else {
+            for (int i = 0; i < 8; i++) key.high = (key.high << 8) | bytes[i];
+            key.low = 1; /* no IPv4 key has this low word */
+        }
+    }
+    return key;
+}
+
+/* Bytes the kernel has received on a socket since it was opened (what the
+   application read and what waits), or UINT64_MAX when it cannot tell.
+   glibc's struct tcp_info stops before the field (tcpi_bytes_received,
+   Linux 4.1), and linux/tcp.h clashes with glibc's header in Swift's
+   modules: it is read at its offset in the kernel's struct, which only
+   ever grows at its end. */
+static inline uint64_t osv_received_bytes(int socket)
+{
+    enum { bytes_received_offset = 128 };
+    unsigned char info[256];
+    socklen_t length = sizeof info;
+    if (getsockopt(socket, IPPROTO_TCP, TCP_INFO, info, &length) != 0 || length < bytes_received_offset + sizeof(uint64_t))
+        return UINT64_MAX;
+    uint64_t bytes;
+    memcpy(&bytes, info + bytes_received_offset, sizeof bytes);
+    return bytes;
 }
 
 /* What a request's head says about how its body is framed, and whether its

@@ -30,9 +30,20 @@ public final class HTTPDaemon: Sendable {
         public static var defaultThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
         /// Connections served at once; more are refused.
         public var connectionLimit: Int = 20_000
+        /// Connections one client address (an IPv6 client: its /64) may
+        /// hold at once, parked long-polls and event streams included; a new
+        /// one beyond is answered `429` and closed. Nil: a quarter of
+        /// `connectionLimit`, so that one address leaves room for others.
+        public var maxConnectionsPerAddress: Int?
         /// Seconds an idle (or slowly sending) connection is kept; also how
         /// long an event stream's client may take nothing of what waits for it.
         public var idleTimeout: Int = 30
+        /// Seconds a client may take to send a request, head and body, from
+        /// its first byte; one still arriving then is answered `408` and
+        /// closed, however steadily it trickles (libmicrohttpd's idle
+        /// timeout only counts silence). A connection waiting between
+        /// requests is bounded by `idleTimeout` instead.
+        public var requestTimeout: Int = 20
         /// Bytes of libmicrohttpd's per-connection memory pool; also bounds
         /// the size of the request line plus headers. libmicrohttpd zeroes
         /// the whole pool after every request, so the first answer on a
@@ -49,6 +60,9 @@ public final class HTTPDaemon: Sendable {
         public var heartbeat: Double = 15
 
         public init() {}
+
+        /// `maxConnectionsPerAddress`, or its default.
+        public var connectionsPerAddress: Int { maxConnectionsPerAddress ?? max(1, connectionLimit / 4) }
     }
 
     public enum StartError: Error, CustomStringConvertible {
@@ -81,11 +95,15 @@ public final class HTTPDaemon: Sendable {
     /// The open event streams (ended at stop), their heartbeats and their
     /// full sockets.
     let streamWriter: StreamWriter
+    /// Every open connection: per address, and how long its request takes.
+    let connections: OpenConnections
 
     public init(configuration: Configuration, responder: any HTTPResponder, logger: Logger = Logger(label: "observable.http")) {
         self.configuration = configuration
         self.streamWriter = StreamWriter(heartbeat: .milliseconds(Int64(configuration.heartbeat * 1000)),
                                          stallTimeout: .seconds(configuration.idleTimeout))
+        self.connections = OpenConnections(limitPerAddress: configuration.connectionsPerAddress,
+                                           requestTimeout: .seconds(configuration.requestTimeout))
         self.responder = responder
         self.logger = logger
     }
@@ -119,7 +137,8 @@ public final class HTTPDaemon: Sendable {
             listen_backlog: UInt32(c.listenBacklog),
             bind_address: nil,
             target_received: targetReceived,
-            target_received_cls: context)
+            target_received_cls: context,
+            connection_notified: connectionNotified)
 
         var v4 = sockaddr_in()
         var v6 = sockaddr_in6()
@@ -284,8 +303,9 @@ public final class HTTPDaemon: Sendable {
         deadlines.withLock { $0 = thread }
     }
 
-    /// Answers the parked connections whose deadline passed; returns when
-    /// to look again, nil once the daemon is gone.
+    /// Answers the parked connections whose deadline passed, and (once a
+    /// second) cuts the connections whose request takes too long; returns
+    /// when to look again, nil once the daemon is gone.
     private static func answerExpired(_ daemon: HTTPDaemon?) -> ServerClock.Instant? {
         guard let daemon else { return nil }
         let now = ServerClock.now
@@ -302,6 +322,7 @@ public final class HTTPDaemon: Sendable {
             guard let response = parked.onDeadline(), parked.settle(with: response) else { continue }
             MHD_resume_connection(parked.connection.raw)
         }
+        daemon.cutOverdueRequests(now: now)
         return next
     }
 
@@ -328,7 +349,7 @@ public final class HTTPDaemon: Sendable {
                 // written here and the connection closed.
                 context.body = []
                 context.answered = true
-                bodyTooLarge.write(closingTo: osv_connection_fd(connection))
+                if requestIsIn(connection) { bodyTooLarge.write(closingTo: osv_connection_fd(connection)) }
                 return .NO
             }
             if let uploadData {
@@ -349,6 +370,7 @@ public final class HTTPDaemon: Sendable {
             return send(response, on: connection, context: context)
         }
         if context.answered { return .YES }
+        guard requestIsIn(connection) else { return .NO }
         let request = HTTPRequest(
             method: context.method,
             path: context.url,
@@ -418,7 +440,8 @@ public final class HTTPDaemon: Sendable {
 
     /// Answers a request before its body is read, and closes its connection.
     private func refuse(_ refusal: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
-        send(closing(refusal), on: connection, context: context)
+        guard requestIsIn(connection) else { return .NO }
+        return send(closing(refusal), on: connection, context: context)
     }
 
     /// Called with a request's target (path and query, as sent) before
@@ -454,7 +477,8 @@ public final class HTTPDaemon: Sendable {
         return Unmanaged.passRetained(context).toOpaque()
     }
 
-    func completed(contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+    func completed(connection: OpaquePointer?, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        if let connection { requestDone(connection) }
         guard let slot = contextSlot, let raw = slot.pointee else { return }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
         slot.pointee = nil
@@ -618,7 +642,21 @@ private func requestCompleted(
     _ reason: MHD_RequestTerminationCode
 ) {
     guard let cls else { return }
-    Unmanaged<HTTPDaemon>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.completed(contextSlot: contextSlot) }
+    Unmanaged<HTTPDaemon>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.completed(connection: connection, contextSlot: contextSlot) }
+}
+
+/// A connection was accepted or closed (`cls`: the daemon).
+private func connectionNotified(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+                                _ event: MHD_ConnectionNotificationCode)
+{
+    guard let cls, let connection, let socketContext else { return }
+    Unmanaged<HTTPDaemon>.fromOpaque(cls)._withUnsafeGuaranteedRef { daemon in
+        if event == .CONNECTION_NOTIFY_CLOSED {
+            daemon.connectionClosed(socketContext: socketContext)
+        } else {
+            daemon.connectionOpened(connection, socketContext: socketContext)
+        }
+    }
 }
 
 /// A message of libmicrohttpd's (`cls`: the daemon). Closing a connection
