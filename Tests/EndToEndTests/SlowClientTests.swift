@@ -159,14 +159,17 @@ import TestSupport
     }
 
     /// `--max-connections-per-address` and `--request-timeout` are flags (and
-    /// `OBSERVABLE_…` variables) of `serve`; neither may be below 1.
-    @Test func thePerAddressLimitAndTheRequestTimeoutAreFlags() throws {
+    /// `OBSERVABLE_…` variables) of `serve`; neither may be below 1. Unless
+    /// given, an address may hold a quarter of the connection limit.
+    @Test(arguments: [(["--connection-limit", "12"], 3), (["--connection-limit", "12", "--max-connections-per-address", "2"], 2)])
+    func thePerAddressLimitIsAQuarterOfTheConnectionLimitUnlessGiven(arguments: [String], limit: Int) throws {
         let folder = temporaryFolder()
-        let server = try ServerProcess(folder: folder, arguments: ["--max-connections-per-address", "2", "--request-timeout", "5"])
-        let held = try (0..<2).map { _ in try TestConnection(port: server.port, receiveTimeout: 5) }
+        let server = try ServerProcess(folder: folder, arguments: arguments + ["--request-timeout", "5"])
+        let held = try (0..<limit).map { _ in try TestConnection(port: server.port, receiveTimeout: 5) }
         for connection in held { #expect(try connection.request("GET", "/healthz").status == 200) }
-        let third = try TestConnection(port: server.port, receiveTimeout: 5)
-        #expect(try third.receive().status == 429)
+        let refused = try TestConnection(port: server.port, receiveTimeout: 5)
+        #expect(try refused.receive().status == 429)
+        #expect(try TestConnection(port: server.port, receiveTimeout: 5, source: "127.0.0.2").request("GET", "/healthz").status == 200)
         #expect(try held[0].request("GET", "/healthz").status == 200)
         server.stop()
         for flag in ["--max-connections-per-address", "--request-timeout"] {
