@@ -222,13 +222,25 @@ static const unsigned char osv_token_bytes[256] = {
     ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
 };
 
-/* Whether `a` (of `size` bytes) is `lower` in any case. */
+/* Whether `a` (of `size` bytes, 4 or more) is `lower` in any case, for
+   names of letters and `-` (0x20 set in each byte lowers a letter and
+   leaves `-` as it is), a word at a time: the last word overlaps the one
+   before when `size` is no multiple of its width. */
 static inline int osv_same_name(const char *a, const char *lower, size_t size)
 {
-    for (size_t i = 0; i < size; i++) {
-        if ((a[i] | 0x20) != lower[i]) return 0;
+    if (size < 8) {
+        uint32_t x, y, u, v;
+        memcpy(&x, a, 4); memcpy(&y, lower, 4);
+        memcpy(&u, a + size - 4, 4); memcpy(&v, lower + size - 4, 4);
+        return ((x | 0x20202020u) == y) & ((u | 0x20202020u) == v);
     }
-    return 1;
+    uint64_t x, y;
+    for (size_t i = 0; i + 8 < size; i += 8) {
+        memcpy(&x, a + i, 8); memcpy(&y, lower + i, 8);
+        if ((x | 0x2020202020202020ull) != y) return 0;
+    }
+    memcpy(&x, a + size - 8, 8); memcpy(&y, lower + size - 8, 8);
+    return (x | 0x2020202020202020ull) == y;
 }
 
 /* A Content-Length value: digits only, at most 19 of them; -1 otherwise. */
@@ -281,7 +293,6 @@ static inline void osv_check_field(struct osv_framing *f, const char *key, size_
         if (value_size != 0 && memchr(value, '\r', value_size) != NULL) f->bad_line = 1;
         f->line_end = value + value_size;
     }
-    /* `osv_same_name` ORs 0x20 into each byte: only letters and `-` here. */
     if (key_size == 4 && osv_same_name(key, "host", 4)) {
         f->hosts++;
     } else if (key_size == 14 && osv_same_name(key, "content-length", 14)) {
