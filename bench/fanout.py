@@ -255,7 +255,8 @@ class Ours:
         # setup connection may wait longer than the default 30 s while the
         # other instances finish theirs.
         return start_instances(count, database, folder, self.binary,
-                               ["--connection-limit", str(limit), "--idle-timeout", "3600"], port)
+                               ["--connection-limit", str(limit), "--max-connections-per-address", str(limit),
+                                "--idle-timeout", "3600"], port)
 
     def setup(self, session, indices, instance_of, timeout):
         """Creates each observer's donut and the observer, then tracks its two

@@ -7,6 +7,9 @@ by a change nobody read; latency of a change read by exactly one observer
 (p50/p99 over 100 changes); time until all N have their answer for a change
 that all read; server CPU per change with N versus 10 observers parked on
 other keys. Prints one JSON object. Bounded in time and count.
+
+The server needs `--max-connections-per-address` above N: every poll comes
+from 127.0.0.1 (bench/run starts it so).
 """
 import argparse
 import json

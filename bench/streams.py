@@ -9,6 +9,9 @@ change all read; server CPU while N streams sit idle for `--idle` seconds
 (heartbeats only). Prints one JSON object.
 
     bench/streams.py --port 8080 --pid PID --streams 10000
+
+The server needs `--max-connections-per-address` above N: every stream
+comes from 127.0.0.1 (bench/run starts it so).
 """
 import argparse
 import json

@@ -98,6 +98,8 @@ public struct RouterResponder: HTTPResponder {
     let literalRoutes: [String: Int]
     /// Where requests that match no route are counted.
     let unmatched: Metrics.RouteCounter
+    /// Every method some route allows, for `OPTIONS *`.
+    let allMethods: String
 
     init(routes: [Route], metrics: Metrics, policy: AccessPolicy) {
         self.routes = routes
@@ -115,6 +117,7 @@ public struct RouterResponder: HTTPResponder {
             literalRoutes["/" + literals.joined(separator: "/")] = index
         }
         self.literalRoutes = literalRoutes
+        allMethods = Set(routes.flatMap(\.methods) + ["OPTIONS"]).sorted().joined(separator: ", ")
     }
 
     /// problem+json, as every error of the API.
@@ -138,6 +141,10 @@ public struct RouterResponder: HTTPResponder {
         let trailingSlash = path.utf8.count > 1 && path.utf8.last == UInt8(ascii: "/")
         if let index = literalRoutes[trailingSlash ? String(path.dropLast()) : path] {
             return dispatch(request, to: routes[index], parameters: [:], connection: connection, cors: cors)
+        }
+        if path.utf8.first == UInt8(ascii: "*") {
+            // `OPTIONS *` (the only request the daemon lets through without a path): the server's methods.
+            return record(.response(HTTPResponse(status: 204, headers: [("Allow", allMethods)])), unmatched)
         }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let segments = parts.last == "" ? Array(parts.dropLast()) : Array(parts)

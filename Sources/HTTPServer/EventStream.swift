@@ -259,24 +259,10 @@ public final class EventStream: @unchecked Sendable {
 
     /// The status line and headers of a stream's response.
     static func head(status: Int, headers: [(name: String, value: String)], chunked: Bool) -> [UInt8] {
-        var text = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Status")\r\nDate: \(httpDate())\r\n"
-        for header in headers { text += "\(header.name): \(header.value)\r\n" }
+        var text = HTTPResponse.headLines(status: status, headers: headers)
         if chunked { text += "Transfer-Encoding: chunked\r\n" }
         text += "Connection: close\r\n\r\n"
         return Array(text.utf8)
-    }
-
-    /// Now as an HTTP date (`Mon, 23 Nov 2026 03:54:33 GMT`), in English
-    /// whatever the locale.
-    static func httpDate() -> String {
-        var seconds = time(nil)
-        var t = tm()
-        gmtime_r(&seconds, &t)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(days[Int(t.tm_wday) % 7]), \(two(t.tm_mday)) \(months[Int(t.tm_mon) % 12]) \(1900 + t.tm_year) "
-            + "\(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec)) GMT"
     }
 }
 

@@ -30,9 +30,20 @@ public final class HTTPDaemon: Sendable {
         public static var defaultThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
         /// Connections served at once; more are refused.
         public var connectionLimit: Int = 20_000
+        /// Connections one client address (an IPv6 client: its /64) may
+        /// hold at once, parked long-polls and event streams included; a new
+        /// one beyond is answered `429` and closed. Nil: a quarter of
+        /// `connectionLimit`, so that one address leaves room for others.
+        public var maxConnectionsPerAddress: Int?
         /// Seconds an idle (or slowly sending) connection is kept; also how
         /// long an event stream's client may take nothing of what waits for it.
         public var idleTimeout: Int = 30
+        /// Seconds a client may take to send a request, head and body, from
+        /// its first byte; one still arriving then is answered `408` and
+        /// closed, however steadily it trickles (libmicrohttpd's idle
+        /// timeout only counts silence). A connection waiting between
+        /// requests is bounded by `idleTimeout` instead.
+        public var requestTimeout: Int = 20
         /// Bytes of libmicrohttpd's per-connection memory pool; also bounds
         /// the size of the request line plus headers. libmicrohttpd zeroes
         /// the whole pool after every request, so the first answer on a
@@ -49,6 +60,9 @@ public final class HTTPDaemon: Sendable {
         public var heartbeat: Double = 15
 
         public init() {}
+
+        /// `maxConnectionsPerAddress`, or its default.
+        public var connectionsPerAddress: Int { maxConnectionsPerAddress ?? max(1, connectionLimit / 4) }
     }
 
     public enum StartError: Error, CustomStringConvertible {
@@ -81,11 +95,15 @@ public final class HTTPDaemon: Sendable {
     /// The open event streams (ended at stop), their heartbeats and their
     /// full sockets.
     let streamWriter: StreamWriter
+    /// Every open connection: per address, and how long its request takes.
+    let connections: OpenConnections
 
     public init(configuration: Configuration, responder: any HTTPResponder, logger: Logger = Logger(label: "observable.http")) {
         self.configuration = configuration
         self.streamWriter = StreamWriter(heartbeat: .milliseconds(Int64(configuration.heartbeat * 1000)),
                                          stallTimeout: .seconds(configuration.idleTimeout))
+        self.connections = OpenConnections(limitPerAddress: configuration.connectionsPerAddress,
+                                           requestTimeout: .seconds(configuration.requestTimeout))
         self.responder = responder
         self.logger = logger
     }
@@ -119,7 +137,8 @@ public final class HTTPDaemon: Sendable {
             listen_backlog: UInt32(c.listenBacklog),
             bind_address: nil,
             target_received: targetReceived,
-            target_received_cls: context)
+            target_received_cls: context,
+            connection_notified: connectionNotified)
 
         var v4 = sockaddr_in()
         var v6 = sockaddr_in6()
@@ -149,6 +168,9 @@ public final class HTTPDaemon: Sendable {
             throw StartError.badHost(c.host)
         }
         guard let started else { throw StartError.cannotStart(host: c.host, port: c.port) }
+        if !Self.checksLineLayout {
+            logger.notice("libmicrohttpd \(String(cString: MHD_get_version())): folded header lines and NUL bytes are left to it")
+        }
         daemon.withLock { $0 = DaemonPointer(raw: started) }
         boundPort.store(osv_daemon_port(started), ordering: .releasing)
         startTimer()
@@ -281,8 +303,9 @@ public final class HTTPDaemon: Sendable {
         deadlines.withLock { $0 = thread }
     }
 
-    /// Answers the parked connections whose deadline passed; returns when
-    /// to look again, nil once the daemon is gone.
+    /// Answers the parked connections whose deadline passed, and (once a
+    /// second) cuts the connections whose request takes too long; returns
+    /// when to look again, nil once the daemon is gone.
     private static func answerExpired(_ daemon: HTTPDaemon?) -> ServerClock.Instant? {
         guard let daemon else { return nil }
         let now = ServerClock.now
@@ -299,6 +322,7 @@ public final class HTTPDaemon: Sendable {
             guard let response = parked.onDeadline(), parked.settle(with: response) else { continue }
             MHD_resume_connection(parked.connection.raw)
         }
+        daemon.cutOverdueRequests(now: now)
         return next
     }
 
@@ -318,10 +342,17 @@ public final class HTTPDaemon: Sendable {
         guard context.isStarted else { return start(context, connection: connection, url: url, method: method, version: version) }
         if uploadSize.pointee > 0 {
             let size = uploadSize.pointee
-            if context.bodyTooLarge || context.body.count + size > configuration.maxBody {
-                context.bodyTooLarge = true
+            if context.body.count + size > configuration.maxBody {
+                // A chunked body (a longer announced one was refused at once):
+                // answered as soon as it passes the limit. libmicrohttpd
+                // cannot queue an answer before the body's end, so it is
+                // written here and the connection closed.
                 context.body = []
-            } else if let uploadData {
+                context.answered = true
+                if requestIsIn(connection) { bodyTooLarge.write(closingTo: osv_connection_fd(connection)) }
+                return .NO
+            }
+            if let uploadData {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: size) { bytes in
                     context.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: size))
                 }
@@ -339,16 +370,15 @@ public final class HTTPDaemon: Sendable {
             return send(response, on: connection, context: context)
         }
         if context.answered { return .YES }
-        if context.bodyTooLarge {
-            return send(responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
-        }
+        guard requestIsIn(connection) else { return .NO }
         let request = HTTPRequest(
             method: context.method,
             path: context.url,
             query: context.query,
-            fields: headerFields(connection),
+            fields: context.fields,
             body: context.body)
         context.body = []
+        context.fields = []
         let handle = Connection(daemon: self, pointer: ConnectionPointer(raw: connection), context: context)
         switch responder.respond(to: request, connection: handle) {
         case .response(let response):
@@ -364,21 +394,54 @@ public final class HTTPDaemon: Sendable {
     }
 
     /// The first call for a request: its headers are in, its body is not.
+    /// A request refused here (its framing, its target, its announced
+    /// length) is answered before its body is read, and its connection
+    /// closed.
     private func start(_ context: RequestContext, connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
                        version: UnsafePointer<CChar>?) -> MHD_Result
     {
-        context.start(method: methodName(method), url: String(cString: url))
+        let method = methodName(method)
+        let path = Self.path(ofTarget: url, method: method)
+        context.start(method: method, url: path ?? String(cString: url))
         context.isHTTP10 = version.map { strcmp($0, "HTTP/1.0") == 0 } ?? false
         inFlight.add(1, ordering: .relaxed)
         if let refusal = context.refusal {
-            return send(refusal, on: connection, context: context)
+            return refuse(refusal, on: connection, context: context)
+        }
+        let head = headerFields(connection, version: version)
+        let framing = head.framing
+        if let (status, detail) = Self.framingRefusal(framing, isHTTP10: context.isHTTP10) {
+            return refuse(responder.refusal(status: status, detail: detail), on: connection, context: context)
+        }
+        if path == nil {
+            return refuse(responder.refusal(
+                status: 400, detail: "The request target is neither a path (/…), nor an absolute URL (http://host/…), nor * for OPTIONS."),
+                          on: connection, context: context)
         }
         // An announced oversize body is refused before it is read.
-        if let length = lookup(connection, .HEADER_KIND, "Content-Length"), let size = Int(length), size > configuration.maxBody {
-            context.bodyTooLarge = true
-            return send(responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes."), on: connection, context: context)
+        if framing.content_lengths > 0, framing.content_length > UInt64(configuration.maxBody) {
+            return refuse(bodyTooLarge, on: connection, context: context)
         }
+        context.fields = head.values
         return .YES
+    }
+
+    /// `413` for a body over the limit.
+    private var bodyTooLarge: HTTPResponse {
+        responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes.")
+    }
+
+    /// `response`, closing its connection.
+    private func closing(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        response.setHeader("Connection", "close")
+        return response
+    }
+
+    /// Answers a request before its body is read, and closes its connection.
+    private func refuse(_ refusal: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+        guard requestIsIn(connection) else { return .NO }
+        return send(closing(refusal), on: connection, context: context)
     }
 
     /// Called with a request's target (path and query, as sent) before
@@ -414,7 +477,8 @@ public final class HTTPDaemon: Sendable {
         return Unmanaged.passRetained(context).toOpaque()
     }
 
-    func completed(contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+    func completed(connection: OpaquePointer?, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        if let connection { requestDone(connection) }
         guard let slot = contextSlot, let raw = slot.pointee else { return }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
         slot.pointee = nil
@@ -438,17 +502,16 @@ public final class HTTPDaemon: Sendable {
         return withExtendedLifetime(prepared) { MHD_queue_response(connection, UInt32(response.status), prepared.raw) }
     }
 
-    private func lookup(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ name: String) -> String? {
-        MHD_lookup_connection_value(connection, kind, name).map { String(cString: $0) }
-    }
-
-    /// The header fields as received.
-    private func headerFields(_ connection: OpaquePointer) -> [HeaderField] {
-        let box = ValueCollector()
-        withExtendedLifetime(box) {
-            _ = MHD_get_connection_values(connection, .HEADER_KIND, collectValue, Unmanaged.passUnretained(box).toOpaque())
+    /// The header fields as received, and what they say about the
+    /// request's framing, in one pass over libmicrohttpd's list.
+    private func headerFields(_ connection: OpaquePointer, version: UnsafePointer<CChar>?) -> RequestHead {
+        var head = RequestHead()
+        osv_begin_framing(&head.framing, version, Self.checksLineLayout ? 1 : 0)
+        withUnsafeMutablePointer(to: &head) { head in
+            _ = MHD_get_connection_values_n(connection, .HEADER_KIND, collectValue, UnsafeMutableRawPointer(head))
         }
-        return box.values
+        osv_end_framing(&head.framing)
+        return head
     }
 }
 
@@ -470,8 +533,9 @@ final class RequestContext: @unchecked Sendable {
     /// The answer to a request refused from its target alone, sent once its
     /// headers are in.
     var refusal: HTTPResponse?
+    /// The header fields, from the first call until the request is handed on.
+    var fields: [HeaderField] = []
     var body: [UInt8] = []
-    var bodyTooLarge = false
     var answered = false
     var parked: ParkedConnection?
     /// The event stream this request answers with.
@@ -495,16 +559,30 @@ final class RequestContext: @unchecked Sendable {
     }
 }
 
-final class ValueCollector {
+/// A request's header fields and framing as one pass collects them, in a
+/// struct on the collecting thread's stack (reached through a pointer: no
+/// allocation, and no exclusivity check per field).
+struct RequestHead {
     var values: [HeaderField] = []
+    var framing = osv_framing()
+
     init() { values.reserveCapacity(8) }
 }
 
-private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> MHD_Result {
+private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
+                          _ value: UnsafePointer<CChar>?, _ valueSize: Int) -> MHD_Result
+{
     guard let cls, let key else { return .YES }
-    let box = Unmanaged<ValueCollector>.fromOpaque(cls).takeUnretainedValue()
-    box.values.append(HeaderField(name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
+    let head = cls.assumingMemoryBound(to: RequestHead.self)
+    osv_check_field(&head.pointee.framing, key, keySize, value, valueSize)
+    head.pointee.values.append(HeaderField(name: string(key, keySize), value: value.map { string($0, valueSize) } ?? ""))
     return .YES
+}
+
+/// `count` bytes at `bytes` as a string (libmicrohttpd gives the length:
+/// no `strlen`).
+private func string(_ bytes: UnsafePointer<CChar>, _ count: Int) -> String {
+    bytes.withMemoryRebound(to: UInt8.self, capacity: count) { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
 }
 
 /// Whether the NUL at `end` is the one libmicrohttpd wrote between the target
@@ -564,7 +642,21 @@ private func requestCompleted(
     _ reason: MHD_RequestTerminationCode
 ) {
     guard let cls else { return }
-    Unmanaged<HTTPDaemon>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.completed(contextSlot: contextSlot) }
+    Unmanaged<HTTPDaemon>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.completed(connection: connection, contextSlot: contextSlot) }
+}
+
+/// A connection was accepted or closed (`cls`: the daemon).
+private func connectionNotified(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+                                _ event: MHD_ConnectionNotificationCode)
+{
+    guard let cls, let connection, let socketContext else { return }
+    Unmanaged<HTTPDaemon>.fromOpaque(cls)._withUnsafeGuaranteedRef { daemon in
+        if event == .CONNECTION_NOTIFY_CLOSED {
+            daemon.connectionClosed(socketContext: socketContext)
+        } else {
+            daemon.connectionOpened(connection, socketContext: socketContext)
+        }
+    }
 }
 
 /// A message of libmicrohttpd's (`cls`: the daemon). Closing a connection

@@ -35,11 +35,17 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("connection-limit"), help: "Connections served at once (env OBSERVABLE_CONNECTION_LIMIT; default: as many as the open-descriptor limit allows, less 64).")
     var connectionLimit: Int?
 
+    @Option(name: .customLong("max-connections-per-address"), help: "Connections one client address (an IPv6 client: its /64) may hold at once, parked long-polls and streams included; a new one beyond is 429 (env OBSERVABLE_MAX_CONNECTIONS_PER_ADDRESS; default: a quarter of the connection limit).")
+    var maxConnectionsPerAddress: Int?
+
     @Option(name: .customLong("connection-memory"), help: "Bytes of memory per connection, which also bound a request's line plus headers: 4096 to 1048576 (env OBSERVABLE_CONNECTION_MEMORY; default 8192).")
     var connectionMemory: Int?
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle connection is closed (env OBSERVABLE_IDLE_TIMEOUT; default 30).")
     var idleTimeout: Int?
+
+    @Option(name: .customLong("request-timeout"), help: "Seconds a client may take to send a request, head and body, from its first byte; one still arriving then is 408 and closed (env OBSERVABLE_REQUEST_TIMEOUT; default 20).")
+    var requestTimeout: Int?
 
     @Option(name: .customLong("retain-changes"), help: "Change-log entries kept (env OBSERVABLE_RETAIN_CHANGES; default 100000).")
     var retainChanges: Int?
@@ -97,11 +103,14 @@ struct Serve: ParsableCommand {
             logger.warning("connection limit \(configuration.http.connectionLimit) lowered to \(descriptors): the open-descriptor limit allows no more")
             configuration.http.connectionLimit = descriptors
         }
+        configuration.http.maxConnectionsPerAddress = try setting(
+            maxConnectionsPerAddress, "OBSERVABLE_MAX_CONNECTIONS_PER_ADDRESS", default: configuration.http.connectionsPerAddress)
         configuration.http.connectionMemory = try setting(connectionMemory, "OBSERVABLE_CONNECTION_MEMORY", default: 8 * 1024)
         guard (4 * 1024...(1 << 20)).contains(configuration.http.connectionMemory) else {
             throw ValidationError("connection-memory must be between 4096 and 1048576")
         }
         configuration.http.idleTimeout = try setting(idleTimeout, "OBSERVABLE_IDLE_TIMEOUT", default: 30)
+        configuration.http.requestTimeout = try setting(requestTimeout, "OBSERVABLE_REQUEST_TIMEOUT", default: 20)
         configuration.limits.maxLongPoll = try setting(maxLongPoll, "OBSERVABLE_MAX_LONG_POLL", default: 60)
         configuration.limits.defaultLongPoll = min(30, configuration.limits.maxLongPoll)
         let heartbeat = try setting(heartbeat, "OBSERVABLE_HEARTBEAT", default: 15)
@@ -120,9 +129,13 @@ struct Serve: ParsableCommand {
             throw ValidationError("OBSERVABLE_READ_TOKEN needs OBSERVABLE_TOKEN as well")
         }
         guard configuration.http.threads >= 1, configuration.http.maxBody >= 1, configuration.limits.maxLongPoll >= 1,
-              configuration.http.connectionLimit >= 1, configuration.http.idleTimeout >= 1, storeConfiguration.retainChanges >= 1,
-              storeConfiguration.retainChangesBytes >= 1, storeConfiguration.maxReadsPerObserver >= 1
-        else { throw ValidationError("threads, max-body, max-long-poll, connection-limit, idle-timeout, retain-changes and retain-changes-bytes must be positive") }
+              configuration.http.connectionLimit >= 1, configuration.http.connectionsPerAddress >= 1, configuration.http.idleTimeout >= 1,
+              configuration.http.requestTimeout >= 1, storeConfiguration.retainChanges >= 1, storeConfiguration.retainChangesBytes >= 1,
+              storeConfiguration.maxReadsPerObserver >= 1
+        else {
+            throw ValidationError(
+                "threads, max-body, max-long-poll, connection-limit, max-connections-per-address, idle-timeout, request-timeout, retain-changes and retain-changes-bytes must be positive")
+        }
 
         let application = try Application(configuration: configuration, logger: logger)
         try application.start()

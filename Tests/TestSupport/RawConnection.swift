@@ -27,8 +27,10 @@ public final class RawConnection {
     private var buffer: [UInt8] = []
 
     /// `receiveBuffer`: the socket's receive buffer in bytes (small: a
-    /// client that the server can fill quickly).
-    public init(port: UInt16, receiveTimeout: Double = 70, receiveBuffer: Int32? = nil) throws {
+    /// client that the server can fill quickly). `source`: the loopback
+    /// address to connect from (all of 127/8 is loopback on Linux, so a
+    /// test can be several clients), 127.0.0.1 unless given.
+    public init(port: UInt16, receiveTimeout: Double = 70, receiveBuffer: Int32? = nil, source: String? = nil) throws {
         // The socket is `fd` only once connected: `deinit` closes `fd`, and
         // it runs when an initializer throws after setting every property,
         // so a socket closed here as well would be closed twice (the second
@@ -39,17 +41,22 @@ public final class RawConnection {
         if var size = receiveBuffer {
             setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let error = errno
-            close(socket)
-            throw TestHTTPError.connect(error)
+        // Bound to `source` (when given), then connected to the server.
+        let steps: [(String, UInt16, (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32)] =
+            (source.map { [($0, UInt16(0), bind)] } ?? []) + [("127.0.0.1", port, connect)]
+        for (host, port, step) in steps {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr(host)
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { step(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard rc == 0 else {
+                let error = errno
+                close(socket)
+                throw TestHTTPError.connect(error)
+            }
         }
         var timeout = timeval(tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout - receiveTimeout.rounded(.down)) * 1_000_000))
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -109,10 +116,12 @@ public final class RawConnection {
         return buffer
     }
 
-    /// True when the server has closed the connection (reads EOF).
+    /// True when the server has closed the connection (reads EOF, or a
+    /// reset: a server that closes with bytes of ours unread resets it).
     public func isClosedByServer() -> Bool {
         var byte: UInt8 = 0
-        return recv(fd, &byte, 1, 0) == 0
+        let n = recv(fd, &byte, 1, 0)
+        return n == 0 || (n < 0 && errno == ECONNRESET)
     }
 
     private func headEnd() -> Int? {

@@ -19,8 +19,9 @@ struct TestResponse {
 final class TestConnection {
     private let raw: RawConnection
 
-    init(port: UInt16, receiveTimeout: Double = 70) throws {
-        raw = try RawConnection(port: port, receiveTimeout: receiveTimeout)
+    /// `source`: the loopback address to connect from (see `RawConnection`).
+    init(port: UInt16, receiveTimeout: Double = 70, source: String? = nil) throws {
+        raw = try RawConnection(port: port, receiveTimeout: receiveTimeout, source: source)
     }
 
     func sendRaw(_ bytes: [UInt8]) throws {

@@ -1,0 +1,68 @@
+internal import CMicroHTTPD
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Strict framing. A request whose head a proxy in front could read
+/// differently from libmicrohttpd (request smuggling) is refused before its
+/// body is read, and its connection closed: libmicrohttpd 0.9.75 reads a body
+/// with both `Content-Length` and `Transfer-Encoding: chunked` as chunked and
+/// keeps the connection, takes the first of two lengths, keeps a name with a
+/// blank before its colon as a name of its own, joins a folded line into the
+/// name before it, cuts a value at a NUL byte, accepts a bare LF as a line
+/// end, a missing or repeated `Host`, and any target, and waits for a body
+/// it cannot frame (`Transfer-Encoding: gzip`) until the idle timeout.
+///
+/// What it refuses itself, before the server sees the request, is answered
+/// by it (not problem+json): a malformed or too large single `Content-Length`
+/// (`400`, `413`, and its head is sent twice), a NUL in a field name or after
+/// the version (`400`), a line without a colon (`400`), and a chunk line too
+/// long for the connection's memory, such as a 20 KB chunk extension (`500`).
+extension HTTPDaemon {
+    /// Whether libmicrohttpd keeps header lines in its buffer the way
+    /// `osv_scan_field` reads them: seen on 0.9.75, the version Debian ships;
+    /// another version's own parser is trusted with folded lines and NULs.
+    static let checksLineLayout: Bool = String(cString: MHD_get_version()) == "0.9.75"
+
+    /// Why a request with this head is refused (status and detail), or nil.
+    static func framingRefusal(_ framing: osv_framing, isHTTP10: Bool) -> (status: Int, detail: String)? {
+        if framing.bad_name != 0 {
+            return (400, "A header field name contains whitespace or another character a name may not have.")
+        }
+        if framing.bad_line != 0 {
+            return (400, "A header line is folded, contains a NUL byte or a CR, or does not end with CR LF.")
+        }
+        if framing.transfer_encodings > 0 {
+            if framing.content_lengths > 0 { return (400, "A request may not have both Content-Length and Transfer-Encoding.") }
+            if isHTTP10 { return (400, "An HTTP/1.0 request may not have a Transfer-Encoding.") }
+            if framing.chunked == 0 { return (501, "The only transfer coding accepted is chunked, alone (and without a blank after it).") }
+        }
+        if framing.lengths_differ != 0 { return (400, "The request has Content-Length fields that disagree.") }
+        if framing.hosts > 1 { return (400, "The request has more than one Host field.") }
+        if framing.hosts == 0 && !isHTTP10 { return (400, "An HTTP/1.1 request needs a Host field.") }
+        return nil
+    }
+
+    /// The path a request target names (its query already taken off): an
+    /// origin-form target (`/truck`) as it is, an absolute-form one
+    /// (`http://host/truck`, which servers must accept) without its scheme
+    /// and authority, `*` as it is for `OPTIONS`; nil for any other target
+    /// (`../truck`, `truck`, `host:80`), which is refused.
+    static func path(ofTarget target: UnsafePointer<CChar>, method: String) -> String? {
+        if target[0] == 0x2F { return String(cString: target) }
+        if target[0] == 0x2A && target[1] == 0 { return method == "OPTIONS" ? "*" : nil }
+        // `osv_unescape` leaves the authority as sent: its first `/` is the path's.
+        let scheme: Int
+        if strncasecmp(target, "http://", 7) == 0 {
+            scheme = 7
+        } else if strncasecmp(target, "https://", 8) == 0 {
+            scheme = 8
+        } else {
+            return nil
+        }
+        let authority = target + scheme
+        guard authority[0] != 0, authority[0] != 0x2F else { return nil }
+        guard let path = strchr(authority, 0x2F) else { return "/" }
+        return String(cString: path)
+    }
+}
