@@ -45,7 +45,8 @@ let package = Package(
         // docs/openapi.yaml, web/ and migrations/, built in by the EmbedFiles plugin.
         .target(name: "EmbeddedFiles", plugins: ["EmbedFiles"]),
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
-        .executableTarget(name: "embed-files"),
+        .executableTarget(name: "embed-files", dependencies: ["Digest"]),
+        .target(name: "Digest"),
         .target(
             name: "ModelObservation",
             dependencies: [
