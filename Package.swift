@@ -103,6 +103,7 @@ let package = Package(
             name: "API",
             dependencies: [
                 "Models", "ModelStore", "ModelStoreDatabases", "HTTPServer", "ModelObservation", "JSON", "Concurrency", "EmbeddedFiles",
+                "Digest",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
