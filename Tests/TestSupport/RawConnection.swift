@@ -27,8 +27,10 @@ public final class RawConnection {
     private var buffer: [UInt8] = []
 
     /// `receiveBuffer`: the socket's receive buffer in bytes (small: a
-    /// client that the server can fill quickly).
-    public init(port: UInt16, receiveTimeout: Double = 70, receiveBuffer: Int32? = nil) throws {
+    /// client that the server can fill quickly). `source`: the loopback
+    /// address it connects from (`127.0.0.2`: another client, as the
+    /// server tells clients apart; all of 127/8 is loopback).
+    public init(port: UInt16, receiveTimeout: Double = 70, receiveBuffer: Int32? = nil, source: String? = nil) throws {
         // The socket is `fd` only once connected: `deinit` closes `fd`, and
         // it runs when an initializer throws after setting every property,
         // so a socket closed here as well would be closed twice (the second
@@ -38,6 +40,19 @@ public final class RawConnection {
         guard socket >= 0 else { throw TestHTTPError.connect(errno) }
         if var size = receiveBuffer {
             setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                let error = errno
+                close(socket)
+                throw TestHTTPError.connect(error)
+            }
         }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

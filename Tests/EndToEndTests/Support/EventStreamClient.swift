@@ -23,9 +23,9 @@ final class EventStreamClient {
     /// Opens the feed of `observer` at `query` (say `since=3`), sending
     /// `lastEventID` when given.
     init(port: UInt16, observer: String, query: String = "", lastEventID: String? = nil, headers: [String: String] = [:],
-         receiveTimeout: Double = 10, receiveBuffer: Int32? = nil) throws
+         receiveTimeout: Double = 10, receiveBuffer: Int32? = nil, source: String? = nil) throws
     {
-        connection = try RawConnection(port: port, receiveTimeout: receiveTimeout, receiveBuffer: receiveBuffer)
+        connection = try RawConnection(port: port, receiveTimeout: receiveTimeout, receiveBuffer: receiveBuffer, source: source)
         var request = "GET /observers/\(observer)/changes\(query.isEmpty ? "" : "?" + query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
