@@ -9,8 +9,8 @@ struct MemoryEstimate: Sendable {
     /// table, its id, its slot, its place in the expiry queue, its inbox.
     static let observer = 640
     /// One key in an observer's own table of reads, and its entry in the
-    /// reverse index.
-    static let read = 128
+    /// reverse index (its path's text apart: `text`).
+    static let read = 112
     /// One key of a table an observer copies from its group (its entry in
     /// the reverse index stays the group's).
     static let copiedRead = 64
@@ -40,10 +40,19 @@ struct MemoryEstimate: Sendable {
 
     var bytes: Int { observers + groups + inboxEntries * Self.inboxEntry + log }
 
-    /// What `key` costs read by one observer in a table of its own.
+    /// What `key` costs read by one observer in a table of its own: its
+    /// entry, and its path's text, which a read mostly makes anew.
     @inline(__always)
     static func read(_ key: PropertyKey) -> Int {
-        key.isShape ? shape : read
+        (key.isShape ? shape : read) + text(key.path)
+    }
+
+    /// The heap a string's text takes: none up to 15 bytes (kept inline),
+    /// else its bytes and the allocation's header.
+    @inline(__always)
+    static func text(_ string: String) -> Int {
+        let count = string.utf8.count
+        return count > 15 ? count + 32 : 0
     }
 
     /// What `keys` cost read by one observer in a table of its own.
@@ -54,6 +63,6 @@ struct MemoryEstimate: Sendable {
     /// What `change` costs in the log: its texts, keys and places.
     static func of(_ change: Change) -> Int {
         Self.change + (change.keys.count + change.impliedReads.count + change.places.count) * changeKey
-            + (change.old?.utf8.count ?? 0) + (change.new?.utf8.count ?? 0)
+            + text(change.old ?? "") + text(change.new ?? "")
     }
 }

@@ -58,7 +58,7 @@ import Testing
         let shared = registry.memoryBytes
         // c reads more: it copies the group's table.
         _ = registry.track("c", keys: [PropertyKey("/account/userName")], at: 0, now: 0)
-        #expect(registry.memoryBytes == shared + keys.count * MemoryEstimate.copiedRead + MemoryEstimate.read)
+        #expect(registry.memoryBytes == shared + keys.count * MemoryEstimate.copiedRead + MemoryEstimate.read(PropertyKey("/account/userName")))
         // An insert into /truck/donuts: its readers have read the new donut's name.
         let insert = PendingChange.insert(into: "/truck/donuts", element: #"{"id":"7","name":"Maple"}"#,
                                           elementKeys: [PropertyKey("/truck/donuts/7/name")]).committed(seq: 1, transaction: 1)
@@ -81,7 +81,7 @@ import Testing
     /// recorded: a change to what it showed does not reach its reader.
     /// What another instance tracked is tracked whatever the limit.
     @Test func aReadPastTheMemoryLimitIsRefusedAndTracksNothing() {
-        let limit = 2 * MemoryEstimate.observer + 3 * MemoryEstimate.read
+        let limit = 2 * MemoryEstimate.observer + 3 * MemoryEstimate.read(PropertyKey("/1"))
         let registry = ObservationRegistry(retain: 100, maxBytes: limit)
         registry.add(observer("a", owner: nil))
         registry.add(observer("b", owner: nil))
@@ -126,7 +126,7 @@ import Testing
             logBytes += MemoryEstimate.of(change)
             _ = registry.publish([change])
         }
-        let inboxBytes = registry.memoryBytes - logBytes - MemoryEstimate.observer - MemoryEstimate.read
+        let inboxBytes = registry.memoryBytes - logBytes - MemoryEstimate.observer - MemoryEstimate.read(PropertyKey("/x"))
         #expect(inboxBytes > 0)
         #expect(inboxBytes <= RegistryCore.Inbox.limit * MemoryEstimate.inboxEntry)
         var seen: [Int64] = []
