@@ -146,7 +146,7 @@ public enum Jobs {
         runner.runningRefusals.record()
         let retryAfter = Int(min(max((soonest ?? 1).rounded(.up), 1), 3600))
         throw ModelError(.tooManyRequests(retryAfter: retryAfter),
-                         "the server advances \(count) jobs already, the most it runs at once (--max-running-jobs): try again once one finishes or is deleted, or report progress yourself (a job without step and intervalMs)")
+                         "the server already advances \(count) job\(count == 1 ? "" : "s"), the most it runs at once (--max-running-jobs): try again once one finishes or is deleted, or report progress yourself (a job without step and intervalMs)")
     }
 
     static func actions(_ runner: Runner) -> [Action] {
