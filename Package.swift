@@ -45,7 +45,8 @@ let package = Package(
         // docs/openapi.yaml, web/ and migrations/, built in by the EmbedFiles plugin.
         .target(name: "EmbeddedFiles", plugins: ["EmbedFiles"]),
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
-        .executableTarget(name: "embed-files"),
+        .executableTarget(name: "embed-files", dependencies: ["Digest"]),
+        .target(name: "Digest"),
         .target(
             name: "ModelObservation",
             dependencies: [
@@ -102,6 +103,7 @@ let package = Package(
             name: "API",
             dependencies: [
                 "Models", "ModelStore", "ModelStoreDatabases", "HTTPServer", "ModelObservation", "JSON", "Concurrency", "EmbeddedFiles",
+                "Digest",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -42,7 +42,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from longpoll import KeepAlive, Poll, percentile, read_response  # noqa: E402
-from run import cpu_seconds, parse_latency, wait_up  # noqa: E402
+from run import cpu_seconds, parse_latency, trusted_environment, wait_up  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out")
@@ -119,7 +119,8 @@ class Instance:
     def __init__(self, port, folder, command):
         self.port = port
         self.log = open(os.path.join(folder, f"server-{port}.log"), "ab")
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=self.log, preexec_fn=raise_descriptor_limit)
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=self.log, preexec_fn=raise_descriptor_limit,
+                                        env=trusted_environment())
         wait_up(port, self.process, seconds=60)
 
     @property

@@ -20,6 +20,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import trusted_environment  # noqa: E402
+
 GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
 
 
@@ -61,7 +64,7 @@ def main():
                 ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
                  args.binary, "serve", "--port", str(args.port), "--host", "127.0.0.1", "--threads", "1",
                  "--database", database, "--log-level", "error"] + args.server_args.split(),
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=trusted_environment())
             try:
                 connection = None
                 for _ in range(600):

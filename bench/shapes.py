@@ -45,6 +45,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from longpoll import Poll, cpu_seconds, percentile, rss_kib  # noqa: E402
+from run import trusted_environment  # noqa: E402
 
 HOST = "127.0.0.1"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -166,7 +167,7 @@ class Server:
         self.process = subprocess.Popen([binary, "serve", "--host", HOST, "--port", str(self.port),
                                          "--database", database, "--log-level", "warning",
                                          "--max-connections-per-address", "1000000", *extra],
-                                        stdout=self.log, stderr=subprocess.STDOUT)
+                                        stdout=self.log, stderr=subprocess.STDOUT, env=trusted_environment())
         deadline = time.time() + 600
         while time.time() < deadline:
             if self.process.poll() is not None:

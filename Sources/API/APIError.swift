@@ -42,6 +42,7 @@ public struct APIError: ProblemError {
         case 431: return "Request Header Fields Too Large"
         case 501: return "Not Implemented"
         case 503: return "Service Unavailable"
+        case 507: return "Insufficient Storage"
         default: return status >= 500 ? "Internal Server Error" : "Error"
         }
     }
@@ -66,10 +67,16 @@ extension ModelError: ProblemError {
         case .unprocessable: return 422
         case .preconditionFailed: return 412
         case .unavailable, .busy: return 503
+        case .tooManyRequests: return 429
+        case .insufficientStorage: return 507
         }
     }
 
     var headers: [(name: String, value: String)] {
-        kind == .busy ? [("Retry-After", "1")] : []
+        switch kind {
+        case .busy: return [("Retry-After", "1")]
+        case .tooManyRequests(let seconds): return [("Retry-After", String(seconds))]
+        default: return []
+        }
     }
 }

@@ -43,9 +43,10 @@ extension ChangeFeed {
     static let retryMilliseconds = 2000
 
     /// Opens a stream for `observer` from `since` (already resolved from the
-    /// query or `Last-Event-ID`; nil: the observer's cursor).
+    /// query or `Last-Event-ID`; nil: the observer's cursor), for `client`
+    /// (nil: one counted toward no client's quota).
     func stream(_ observer: String, since: Int64?, coalesce: Bool, repair: Bool,
-                headers: [(name: String, value: String)], connection: Connection) -> Reply
+                headers: [(name: String, value: String)], connection: Connection, client: String? = nil) -> Reply
     {
         // The resume point is checked before the answer's headers go out.
         let checked: (cursor: Int64, gone: Int64?)
@@ -53,6 +54,12 @@ extension ChangeFeed {
         case .unknownObserver: return .response(APIError.response(for: APIError(404, "no observer \(observer)")))
         case .ahead(let newest): return .response(APIError.response(for: APIError(400, "since is ahead of the newest change \(newest)")))
         case .from(let cursor, let gone): checked = (cursor, gone)
+        }
+        if let client, !openStream(of: observer, for: client) {
+            streamRefusals.record()
+            return .response(APIError.response(for: APIError(
+                429, "this client has \(maxStreamsPerClient) event streams open, the most one client may hold (--max-streams-per-client): close one first",
+                headers: [("Retry-After", String(Self.streamRetryAfter))])))
         }
         var streamHeaders = headers
         streamHeaders.append(("Content-Type", "text/event-stream"))
@@ -65,9 +72,12 @@ extension ChangeFeed {
             guard let self, let poll = holder.withLock({ $0 }) else { return }
             if let cursor = self.deliver(poll) { self.saveCursors([(observer, cursor)]) }
         }, onEnd: { [weak self] in
-            guard let self, let poll = holder.withLock({ $0 }) else { return }
+            guard let self else { return }
+            if let client { self.streamEnded(of: observer, for: client) }
+            guard let poll = holder.withLock({ $0 }) else { return }
             self.registry.closeStream(poll, of: observer)
         }) else {
+            if let client { streamEnded(of: observer, for: client) }
             return .response(APIError.response(for: APIError(503, "the server is stopping")))
         }
         metrics.recordRequest(route: Self.route, status: 200)
@@ -95,6 +105,36 @@ extension ChangeFeed {
         if let cursor = deliver(poll) { saveCursors([(observer, cursor)]) }
         return .parked
     }
+
+    /// Counts a stream of `observer` open for `client`; false when the
+    /// client has `maxStreamsPerClient` open already, for other observers
+    /// (one that takes the place of a stream of the same observer, which
+    /// it ends, is let in).
+    private func openStream(of observer: String, for client: String) -> Bool {
+        streamsByClient.withLock { clients in
+            let open = clients[client, default: [:]]
+            guard open[observer] != nil || open.count < maxStreamsPerClient else { return false }
+            clients[client, default: [:]][observer, default: 0] += 1
+            return true
+        }
+    }
+
+    /// Counts out a stream of `observer` that `client` had open.
+    private func streamEnded(of observer: String, for client: String) {
+        streamsByClient.withLock { clients in
+            guard let open = clients[client]?[observer] else { return }
+            if open > 1 {
+                clients[client]![observer] = open - 1
+            } else if clients[client]!.count > 1 {
+                clients[client]![observer] = nil
+            } else {
+                clients[client] = nil
+            }
+        }
+    }
+
+    /// Seconds a client at its quota of streams is told to wait.
+    static let streamRetryAfter = 5
 
     /// Sends `poll` what its observer has after its cursor, one event per
     /// transaction (one for all with `coalesce`), then parks it again. A
@@ -183,5 +223,12 @@ extension ChangeFeed {
         bytes.append(contentsOf: data)
         bytes.append(contentsOf: "\n\n".utf8)
         return bytes
+    }
+}
+
+extension ChangeFeed: QuotaReporting {
+    var quotaReports: [QuotaReport] {
+        let largest = streamsByClient.withLock { $0.values.map(\.count).max() ?? 0 }
+        return [QuotaReport("streams_per_client", limit: maxStreamsPerClient, used: largest, refusals: streamRefusals)]
     }
 }

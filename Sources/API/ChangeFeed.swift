@@ -64,10 +64,17 @@ final class ChangeFeed: Sendable {
     let counter: Metrics.RouteCounter
     /// Weak: the daemon owns the responder that owns this feed.
     private let daemon = Locked(Weak<HTTPDaemon>())
+    /// Most event streams one client may hold open.
+    let maxStreamsPerClient: Int
+    /// Per client, the observers it has a stream open for, and how many
+    /// (one, but for a moment when a stream takes the place of another).
+    let streamsByClient = Locked<[String: [String: Int]]>([:])
+    let streamRefusals = RefusalCounter()
 
-    init(store: Store, metrics: Metrics) {
+    init(store: Store, metrics: Metrics, maxStreamsPerClient: Int = 64) {
         self.store = store
         self.metrics = metrics
+        self.maxStreamsPerClient = maxStreamsPerClient
         counter = metrics.counter(for: Self.route)
     }
 

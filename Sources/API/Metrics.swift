@@ -1,4 +1,5 @@
 import Concurrency
+import ModelStore
 import Synchronization
 
 /// Request counters for `/metrics`, in the Prometheus text format.
@@ -58,8 +59,11 @@ public final class Metrics: Sendable {
         wakeups.add(count, ordering: .relaxed)
     }
 
-    /// The exposition text; `counters` and `gauges` are name, help and value.
-    func render(counters: [(name: String, help: String, value: Int64)] = [], gauges: [(name: String, help: String, value: Int64)]) -> String {
+    /// The exposition text; `counters` and `gauges` are name, help and
+    /// value; each of `quotas` is a `quota` label of three families.
+    func render(counters: [(name: String, help: String, value: Int64)] = [], gauges: [(name: String, help: String, value: Int64)],
+                quotas: [QuotaReport] = []) -> String
+    {
         var out = "# HELP observable_http_requests_total HTTP requests answered, by route and status.\n"
         out += "# TYPE observable_http_requests_total counter\n"
         let routeCounters = routes.withLock { $0.values }.sorted { $0.route < $1.route }
@@ -76,6 +80,18 @@ public final class Metrics: Sendable {
         }
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(gauge.value)\n"
+        }
+        guard !quotas.isEmpty else { return out }
+        let families: [(name: String, type: String, help: String, value: (QuotaReport) -> Int64?)] = [
+            ("observable_quota_limit", "gauge", "Each quota's limit (of job_interval_ms, the shortest interval allowed).", { $0.limit }),
+            ("observable_quota_used", "gauge", "What is used of each quota now; of a quota per client, the most one client uses.", { $0.used }),
+            ("observable_quota_refusals_total", "counter", "Requests each quota refused.", { $0.refusals }),
+        ]
+        for family in families {
+            out += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
+            for quota in quotas {
+                if let value = family.value(quota) { out += "\(family.name){quota=\"\(quota.name)\"} \(value)\n" }
+            }
         }
         return out
     }

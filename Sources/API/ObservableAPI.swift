@@ -12,6 +12,8 @@ public final class ObservableAPI: Sendable {
         public var defaultLongPoll: Int = 30
         /// Longest long-poll wait a client may ask for, seconds.
         public var maxLongPoll: Int = 60
+        /// Most event streams one client may hold open (`--max-streams-per-client`).
+        public var maxStreamsPerClient: Int = 64
         public init() {}
     }
 
@@ -22,6 +24,8 @@ public final class ObservableAPI: Sendable {
     let answers = ReadAnswers()
     let limits: Limits
     let policy: AccessPolicy
+    /// Who a request comes from, for the quotas per client.
+    let clients: Clients
     let daemonGauges: @Sendable () -> (parked: Int, streams: Int, connections: Int)
 
     public init(store: Store, limits: Limits = Limits(), policy: AccessPolicy = AccessPolicy(), metrics: Metrics = Metrics(),
@@ -31,7 +35,8 @@ public final class ObservableAPI: Sendable {
         self.policy = policy
         self.metrics = metrics
         self.limits = limits
-        self.feed = ChangeFeed(store: store, metrics: metrics)
+        clients = Clients(policy: policy)
+        self.feed = ChangeFeed(store: store, metrics: metrics, maxStreamsPerClient: limits.maxStreamsPerClient)
         self.daemonGauges = daemonGauges
         // Weak: the feed holds the store.
         store.onWake { [weak feed] woken in feed?.wake(woken) }

@@ -15,7 +15,7 @@ extension ObservableAPI {
         router.post("/observers", access: .read) { [self] context in
             let body = try RequestBody.validated(context.request, fields: [Self.ttlSeconds], requireAll: false, emptyAllowed: true)
             let ttl = body.int("ttlSeconds") ?? Int64(Store.defaultObserverTTL)
-            let observer = try store.createObserver(ttlSeconds: Int(ttl), now: ServerClock.wallSeconds)
+            let observer = try store.createObserver(ttlSeconds: Int(ttl), owner: clients.client(of: context), now: ServerClock.wallSeconds)
             return .response(Self.answer(Answer(status: 201, body: JSONWriter.bytes(json(observer)), location: "/observers/" + observer.id)))
         }
         // Each observer route twice: with the id in the path, and as
@@ -79,7 +79,7 @@ extension ObservableAPI {
                 }
                 if since == nil { try store.refreshCursor(of: id) }
                 return feed.stream(id, since: since, coalesce: coalesce, repair: repair,
-                                   headers: context.corsHeaders, connection: context.connection)
+                                   headers: context.corsHeaders, connection: context.connection, client: clients.client(of: context))
             }
             // `Prefer: wait=N` (RFC 7240) is `timeout=N`; the query wins.
             var headers = context.corsHeaders

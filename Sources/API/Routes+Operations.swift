@@ -24,13 +24,21 @@ extension ObservableAPI {
                 ("observable_streams_open", "Event streams of the change feed open now.", Int64(daemon.streams)),
                 ("observable_connections", "HTTP connections open now.", Int64(daemon.connections)),
                 ("observable_observers", "Observers known.", Int64(store.registry.observerCount)),
+                ("observable_observer_clients", "Clients holding observers.", Int64(store.registry.owners.count)),
+                ("observable_registry_bytes", "Bytes the observation registry is estimated to hold: observers, their reads and inboxes, the retained change log.",
+                 Int64(store.registry.memoryBytes)),
                 ("observable_change_seq", "Seq of the newest committed change.", store.registry.lastSeq),
-            ])
+            ], quotas: quotaReports)
             var response = HTTPResponse(status: 200, body: Array(text.utf8))
             response.setHeader("Observation-Cursor", String(store.registry.lastSeq))
             response.setHeader("Content-Type", "text/plain; version=0.0.4")
             response.setHeader("Cache-Control", "no-store")
             return .response(response)
         }
+    }
+
+    /// Every quota's report: the store's, the background work's, the feed's.
+    var quotaReports: [QuotaReport] {
+        store.quotaReports + store.catalog.background.flatMap { ($0 as? any QuotaReporting)?.quotaReports ?? [] } + feed.quotaReports
     }
 }

@@ -10,8 +10,10 @@
 #include <string.h>
 #include <microhttpd.h>
 #include <sys/epoll.h>
+#include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <stddef.h>
+#include <string.h>
 
 /* MHD_start_daemon and MHD_get_daemon_info are variadic, which Swift cannot
    call: these wrappers pass a fixed set of options. */
@@ -124,6 +126,21 @@ static inline unsigned int osv_daemon_connections(struct MHD_Daemon *daemon)
 {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info ? info->num_connections : 0;
+}
+
+/* The client's IP address as text (`127.0.0.1`, `::1`) in `buffer`; its
+   length, 0 when libmicrohttpd does not know it. */
+static inline size_t osv_connection_client_address(struct MHD_Connection *connection, char *buffer, size_t size)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!info || !info->client_addr) return 0;
+    const struct sockaddr *address = info->client_addr;
+    const char *text = NULL;
+    if (address->sa_family == AF_INET)
+        text = inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)address)->sin_addr, buffer, (socklen_t)size);
+    else if (address->sa_family == AF_INET6)
+        text = inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)address)->sin6_addr, buffer, (socklen_t)size);
+    return text ? strlen(text) : 0;
 }
 
 /* The socket of a connection (a stream writes to it while suspended). */

@@ -10,15 +10,25 @@ extension RegistryCore {
             self.floor = floor
         }
 
+        /// Most seqs an inbox holds: one that would hold more starts again
+        /// from the change that passed it, and a poll from before that
+        /// scans the log (as after a restart). An observer that never polls
+        /// holds at most this many, whatever it receives until its TTL.
+        static let limit = 4096
+
         /// Forgets entries up to `seq`: a poll from `seq` acknowledged them.
-        mutating func acknowledge(through seq: Int64) {
-            guard seq > floor else { return }
+        /// Returns how many it forgot.
+        @discardableResult
+        mutating func acknowledge(through seq: Int64) -> Int {
+            guard seq > floor else { return 0 }
+            let count = seqs.count
             if let first = seqs.firstIndex(where: { $0 > seq }) {
                 seqs.removeFirst(first)
             } else {
                 seqs.removeAll(keepingCapacity: true)
             }
             floor = seq
+            return count - seqs.count
         }
     }
 }

@@ -26,6 +26,8 @@ public final class ObservationRegistry: Sendable {
     public enum TrackResult: Sendable {
         case unknownObserver
         case tooManyReads(limit: Int)
+        /// The registry would be estimated to hold more than `limit` bytes.
+        case overMemoryLimit(limit: Int)
         /// Reads added (key and the `seq` it counts as read at), and a
         /// parked waiter to wake if the log already holds a change for them
         /// (a write that landed between the read and now).
@@ -57,18 +59,32 @@ public final class ObservationRegistry: Sendable {
         case from(cursor: Int64, gone: Int64?)
     }
 
+    /// Why a new observer is refused (`admission`).
+    public enum Refusal: Sendable, Equatable {
+        /// Its owner holds `limit` observers already.
+        case ownerAtLimit(limit: Int)
+        /// There are `limit` observers already.
+        case atLimit(limit: Int)
+        /// The registry would be estimated to hold more than `limit` bytes.
+        case overMemoryLimit(limit: Int)
+    }
+
     public let retain: Int
     /// Most bytes the kept changes may weigh (`Change.weight`).
     public let retainBytes: Int
     /// Most property keys one observer may have read.
     public let maxReadsPerObserver: Int
+    /// Most bytes it may be estimated to hold: past them, new observers
+    /// and new reads are refused (`MemoryEstimate`).
+    public let maxBytes: Int
     private let core: Locked<RegistryCore>
 
-    public init(retain: Int, retainBytes: Int = .max, maxReadsPerObserver: Int = 100_000) {
-        let core = RegistryCore(retain: retain, retainBytes: retainBytes, maxReadsPerObserver: maxReadsPerObserver)
+    public init(retain: Int, retainBytes: Int = .max, maxReadsPerObserver: Int = 100_000, maxBytes: Int = .max) {
+        let core = RegistryCore(retain: retain, retainBytes: retainBytes, maxReadsPerObserver: maxReadsPerObserver, maxBytes: maxBytes)
         self.retain = core.retain
         self.retainBytes = core.retainBytes
         self.maxReadsPerObserver = maxReadsPerObserver
+        self.maxBytes = maxBytes
         self.core = Locked(core)
     }
 
@@ -93,6 +109,13 @@ public final class ObservationRegistry: Sendable {
     /// Entries queued for expiry, those of observers removed included.
     var queuedForExpiry: Int { core.withLock { $0.queuedForExpiry } }
     public var oldestAvailableSeq: Int64 { core.withLock { $0.oldestAvailableSeq } }
+    /// The bytes it is estimated to hold: observers, their reads, their
+    /// inboxes and the retained change log.
+    public var memoryBytes: Int { core.withLock { $0.memoryBytes } }
+    /// How many observers `owner` holds.
+    public func observers(of owner: String) -> Int { core.withLock { $0.observers(of: owner) } }
+    /// How many owners hold observers, and the most one of them holds.
+    public var owners: (count: Int, largest: Int) { core.withLock { $0.owners } }
     /// About how many stored records of reads no longer count, of
     /// observers removed or whose reads were cleared since the start: what
     /// decides when stored reads are compacted.
@@ -161,6 +184,18 @@ public final class ObservationRegistry: Sendable {
     }
 
     // MARK: - Observers
+
+    /// Why a new observer of `owner` would be refused now, if it would:
+    /// its owner holds `maxPerOwner` observers, there are `maxObservers`,
+    /// or it would take the estimate past `maxBytes`.
+    public func admission(of owner: String?, maxPerOwner: Int, maxObservers: Int) -> Refusal? {
+        core.withLock { core in
+            if let owner, core.observers(of: owner) >= maxPerOwner { return .ownerAtLimit(limit: maxPerOwner) }
+            if core.observerCount >= maxObservers { return .atLimit(limit: maxObservers) }
+            if maxBytes < .max, core.memoryBytes + MemoryEstimate.observer > maxBytes { return .overMemoryLimit(limit: maxBytes) }
+            return nil
+        }
+    }
 
     public func add(_ observer: ObserverSnapshot) {
         core.withLock { $0.add(observer) }
@@ -272,7 +307,8 @@ public final class ObservationRegistry: Sendable {
                 case .cleared(let id, let now):
                     _ = core.clearReads(id, now: now)
                 case .tracked(let id, let keys, let seq, let now):
-                    if case .reads(let added, let replayed) = core.planTrack(id, keys: keys, at: seq, now: now),
+                    // Stored by the other instance: tracked here whatever this one's memory.
+                    if case .reads(let added, let replayed) = core.planTrack(id, keys: keys, at: seq, now: now, enforcingMemory: false),
                        case .tracked(_, let waiter?) = core.applyTrack(id, added, replayed: replayed)
                     {
                         woken.append((id, waiter))

@@ -11,6 +11,10 @@ public struct ObserverSnapshot: Sendable, Equatable {
     public var lastUsed: Double
     /// The last use as last saved (`lastUsed` when loaded or created).
     public var savedUse: Double
+    /// The client that created it, as the API names clients (a digest of
+    /// its token, or its address); nil for one created before owners were
+    /// kept. Its observers count toward that client's quota.
+    public var owner: String?
     /// Where the registry's reverse index finds it (`Slots`); not part of
     /// what it is.
     var slot: Int32 = -1
@@ -24,14 +28,21 @@ public struct ObserverSnapshot: Sendable, Equatable {
     /// The shapes among `reads`, parsed (`receives` looks at them for
     /// every change); made again by the registry when it takes `reads`.
     var shapes: [ShapeRead] = []
+    /// The bytes the registry estimates it holds: itself, and the reads
+    /// of a table of its own (`MemoryEstimate`).
+    var bytes = 0
+    /// Whether its table of reads is its own: false while it shares its
+    /// group's (`joinFirstRead`), which it copies when it reads more.
+    var ownsReads = true
 
-    public init(id: String, reads: [PropertyKey: Int64] = [:], cursor: Int64, ttlSeconds: Int, lastUsed: Double) {
+    public init(id: String, reads: [PropertyKey: Int64] = [:], cursor: Int64, ttlSeconds: Int, lastUsed: Double, owner: String? = nil) {
         self.id = id
         self.reads = reads
         self.cursor = cursor
         self.ttlSeconds = ttlSeconds
         self.lastUsed = lastUsed
         savedUse = lastUsed
+        self.owner = owner
         shapes = Self.shapes(in: reads)
     }
 
@@ -55,7 +66,7 @@ public struct ObserverSnapshot: Sendable, Equatable {
 
     public static func == (a: ObserverSnapshot, b: ObserverSnapshot) -> Bool {
         a.id == b.id && a.reads == b.reads && a.cursor == b.cursor && a.ttlSeconds == b.ttlSeconds
-            && a.lastUsed == b.lastUsed && a.savedUse == b.savedUse
+            && a.lastUsed == b.lastUsed && a.savedUse == b.savedUse && a.owner == b.owner
     }
 
     /// Whether a use now is worth saving on its own: once the saved use is

@@ -32,6 +32,10 @@ extension RegistryCore {
         /// publish time through the reverse index, so a poll reads its own
         /// short list instead of scanning the log.
         var inboxes: [ObserverKey: Inbox] = [:]
+        /// Observers per owner (`ObserverSnapshot.owner`).
+        var owners: [String: Int] = [:]
+        /// The bytes all this holds, estimated as they come and go.
+        var memory = MemoryEstimate()
 
         /// Marks the observer at `position` used `now`; it is saved at the
         /// next housekeeping when `saving` or when its saved use is stale.
@@ -139,14 +143,73 @@ extension RegistryCore {
         mutating func insert(_ observer: ObserverSnapshot) {
             let id = ObserverKey(observer.id)
             var observer = observer
-            if let old = observers[id] { unindex(old, releasing: true) }
+            if let old = observers[id] {
+                unindex(old, releasing: true)
+                forget(old)
+            }
             observer.slot = slots.take(id)
             observer.group = -1
             observer.shapes = ObserverSnapshot.shapes(in: observer.reads)
+            observer.ownsReads = true
+            observer.bytes = MemoryEstimate.observer + MemoryEstimate.reads(observer.reads.keys)
+            memory.observers += observer.bytes
+            if let owner = observer.owner { observer.owner = count(owner) }
             observers[id] = observer
-            inboxes[id] = Inbox(floor: lastSeq)
+            replaceInbox(of: id, with: Inbox(floor: lastSeq))
             expiries.insert(Expiry(at: observer.lastUsed + Double(observer.ttlSeconds), id))
             index(at: observers.index(forKey: id)!)
+        }
+
+        /// Takes away what an observer removed held: its bytes, its place
+        /// in its owner's count. (Its inbox goes with `replaceInbox`.)
+        mutating func forget(_ observer: ObserverSnapshot) {
+            memory.observers -= observer.bytes
+            if let owner = observer.owner, let position = owners.index(forKey: owner) {
+                if owners.values[position] > 1 { owners.values[position] -= 1 } else { owners.remove(at: position) }
+            }
+        }
+
+        /// Counts one more observer of `owner`; returns the owner as kept,
+        /// one copy of it for all its observers.
+        mutating func count(_ owner: String) -> String {
+            if let position = owners.index(forKey: owner) {
+                owners.values[position] += 1
+                return owners.keys[position]
+            }
+            owners[owner] = 1
+            return owner
+        }
+
+        /// Makes `inbox` observer `id`'s (none when nil), counting the seqs
+        /// of the one it replaces out.
+        mutating func replaceInbox(of id: ObserverKey, with inbox: Inbox?) {
+            let old = inbox.map { inboxes.updateValue($0, forKey: id) } ?? inboxes.removeValue(forKey: id)
+            memory.inboxEntries += (inbox?.seqs.count ?? 0) - (old?.seqs.count ?? 0)
+        }
+
+        /// Counts `bytes` more (or fewer) for the observer at `position`.
+        @inline(__always)
+        mutating func charge(_ bytes: Int, at position: Dictionary<ObserverKey, ObserverSnapshot>.Index) {
+            observers.values[position].bytes += bytes
+            memory.observers += bytes
+        }
+
+        /// Charges the observer at `position`, about to read more, for the
+        /// copy of its group's table it is about to make (once).
+        @inline(__always)
+        mutating func ownReads(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index) {
+            guard !observers.values[position].ownsReads else { return }
+            observers.values[position].ownsReads = true
+            charge(observers.values[position].reads.count * MemoryEstimate.copiedRead, at: position)
+        }
+
+        /// What reading `keys` would add to the estimate for the observer
+        /// at `position`: each key, and the copy of a table it shares.
+        func cost(of keys: [(PropertyKey, Int64)], at position: Dictionary<ObserverKey, ObserverSnapshot>.Index) -> Int {
+            let observer = observers.values[position]
+            var bytes = observer.ownsReads ? 0 : observer.reads.count * MemoryEstimate.copiedRead
+            for (key, _) in keys { bytes += MemoryEstimate.read(key) }
+            return bytes
         }
 
         /// Counts the observer's entries as stale; with `releasing`, its
@@ -204,6 +267,7 @@ extension RegistryCore {
                 }
                 groups[Int(number)] = nil
                 freeGroups.append(number)
+                memory.groups -= group.reads.count * MemoryEstimate.groupRead
                 if firstReads?.group == number { firstReads = nil }
                 return
             }
@@ -228,6 +292,7 @@ extension RegistryCore {
                 number = Int32(groups.count)
                 groups.append(group)
             }
+            memory.groups += reads.count * MemoryEstimate.groupRead
             for key in reads.keys {
                 if key.isShape, let shape = Shape(key: key) {
                     index(shape, at: seq, slot: -1, epoch: 0, group: number)
@@ -251,6 +316,8 @@ extension RegistryCore {
             observers.values[position].reads = first.reads
             observers.values[position].shapes = first.shapes
             observers.values[position].group = first.group
+            observers.values[position].ownsReads = false
+            charge(MemoryEstimate.member, at: position)
             groups[Int(first.group)]!.members.append(Member(slot: slot, epoch: epoch))
         }
 

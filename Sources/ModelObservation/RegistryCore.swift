@@ -25,16 +25,20 @@ struct RegistryCore: Sendable {
     private(set) var droppedReadRecords = 0
     /// Most property keys one observer may have read.
     let maxReadsPerObserver: Int
+    /// Most bytes the registry may be estimated to hold before it refuses
+    /// new reads (`MemoryEstimate`).
+    let maxBytes: Int
     private var s = State()
     /// Each observer's open event stream, parked or delivering: the one a
     /// poll or a newer stream of the same observer ends. Kept across a
     /// `reload`, as the streams stay open.
     var streams: [String: any StreamWaiter] = [:]
 
-    init(retain: Int, retainBytes: Int = .max, maxReadsPerObserver: Int = 100_000) {
+    init(retain: Int, retainBytes: Int = .max, maxReadsPerObserver: Int = 100_000, maxBytes: Int = .max) {
         self.retain = max(1, retain)
         self.retainBytes = max(1, retainBytes)
         self.maxReadsPerObserver = maxReadsPerObserver
+        self.maxBytes = maxBytes
     }
 
     // MARK: - Start-up
@@ -44,6 +48,7 @@ struct RegistryCore: Sendable {
         s.lastSeq = lastSeq
         s.log = Deque(changes.suffix(retain))
         s.logBytes = s.log.reduce(0) { $0 + $1.weight }
+        s.memory.log = s.log.reduce(0) { $0 + MemoryEstimate.of($1) }
         s.prunedThrough = (s.log.first?.seq ?? lastSeq + 1) - 1
         prune()
         for observer in observers { s.insert(observer) }
@@ -66,6 +71,12 @@ struct RegistryCore: Sendable {
     /// Entries queued for expiry, those of observers removed included.
     var queuedForExpiry: Int { s.expiries.count }
     var oldestAvailableSeq: Int64 { s.prunedThrough }
+    /// The bytes it is estimated to hold.
+    var memoryBytes: Int { s.memory.bytes }
+    /// How many observers `owner` holds.
+    func observers(of owner: String) -> Int { s.owners[owner] ?? 0 }
+    /// How many owners hold observers, and the most one holds.
+    var owners: (count: Int, largest: Int) { (s.owners.count, s.owners.values.max() ?? 0) }
 
     func observer(_ id: String) -> ObserverSnapshot? {
         s.observers[ObserverKey(id)]
@@ -121,8 +132,9 @@ struct RegistryCore: Sendable {
         guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
         droppedReadRecords += Self.records(of: observer)
         s.unindex(observer, releasing: true)
+        s.forget(observer)
         s.dirty.remove(id)
-        s.inboxes[id] = nil
+        s.replaceInbox(of: id, with: nil)
         s.requeueIfStale()
         return (true, s.waiters.removeValue(forKey: id))
     }
@@ -137,8 +149,11 @@ struct RegistryCore: Sendable {
         s.observers[id]!.shapes = []
         s.observers[id]!.lastRead = []
         s.observers[id]!.group = -1
-        s.use(at: s.observers.index(forKey: id)!, now: now)
-        s.inboxes[id] = Inbox(floor: s.lastSeq)
+        s.observers[id]!.ownsReads = true
+        let position = s.observers.index(forKey: id)!
+        s.charge(MemoryEstimate.observer - observer.bytes, at: position)
+        s.use(at: position, now: now)
+        s.replaceInbox(of: id, with: Inbox(floor: s.lastSeq))
         return true
     }
 
@@ -188,8 +203,12 @@ struct RegistryCore: Sendable {
     /// commits out in between (the store holds its writer lock): so no
     /// poll can deliver a change through a read that is not stored yet, and
     /// no change published in between is missed by the replay.
-    mutating func planTrack(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackPlan {
-        Self.plan(id, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s)
+    ///
+    /// A read that would take the estimate past `maxBytes` is refused,
+    /// unless `enforcingMemory` is false: another instance tracked it
+    /// already, and this one must know every read that is stored.
+    mutating func planTrack(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, enforcingMemory: Bool = true) -> TrackPlan {
+        Self.plan(id, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, maxBytes: enforcingMemory ? maxBytes : .max, in: &s)
     }
 
     /// Adds the reads `planTrack` worked out, once they are stored.
@@ -216,7 +235,8 @@ struct RegistryCore: Sendable {
         // the one before it read, with no change since): what it adds is
         // that read's, kept, and its keys the same array.
         if s.observers.inPlace(at: position, { $0.reads.isEmpty }), let first = s.firstReads, first.seq == seq, seq >= s.lastSeq,
-           first.keys.count == keys.count, first.keys.count <= maxReadsPerObserver, first.keys == keys
+           first.keys.count == keys.count, first.keys.count <= maxReadsPerObserver, s.memory.bytes + MemoryEstimate.member <= maxBytes,
+           first.keys == keys
         {
             s.use(at: position, now: now)
             // The request's array from now on: the next read of it (a kept
@@ -228,7 +248,7 @@ struct RegistryCore: Sendable {
             s.observers.values[position].lastRead = keys
             return .tracked(added: first.added, wake: nil)
         }
-        switch Self.plan(at: position, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, in: &s) {
+        switch Self.plan(at: position, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, maxBytes: maxBytes, in: &s) {
         case .refused(let result):
             return result
         case .reads(let added, let replayed):
@@ -257,7 +277,12 @@ struct RegistryCore: Sendable {
             } else {
                 var reads: [PropertyKey: Int64] = [:]
                 reads.reserveCapacity(added.count)
-                for (key, readAt) in added { reads[key] = readAt }
+                var bytes = 0
+                for (key, readAt) in added {
+                    reads[key] = readAt
+                    bytes += MemoryEstimate.read(key)
+                }
+                s.charge(bytes, at: position)
                 let first = FirstRead(added, reads: reads)
                 s.observers.values[position].reads = reads
                 s.observers.values[position].shapes = first.shapes
@@ -272,27 +297,29 @@ struct RegistryCore: Sendable {
             // A key read since the plan (another read of the same observer
             // in the same commit) keeps its first `seq`.
             for (key, readAt) in added where s.observers.values[position].reads[key] == nil {
+                s.ownReads(at: position)
                 s.observers.values[position].setRead(key, at: readAt)
                 s.index(key, at: readAt, slot: slot, epoch: epoch)
+                s.charge(MemoryEstimate.read(key), at: position)
             }
         }
         // Changes found by the replay are older than the inbox's newest
         // entries: let polls from before now scan the log.
-        if replayed { s.inboxes[id] = Inbox(floor: s.lastSeq) }
+        if replayed { s.replaceInbox(of: id, with: Inbox(floor: s.lastSeq)) }
         let waiter = replayed ? s.waiters.removeValue(forKey: id) : nil
         return .tracked(added: added, wake: waiter)
     }
 
     /// Works out what `track` adds, without adding it; marks the observer used.
-    private static func plan(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, limit: Int,
+    private static func plan(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, limit: Int, maxBytes: Int,
                              in s: inout State) -> TrackPlan
     {
         guard let position = s.observers.index(forKey: ObserverKey(id)) else { return .refused(.unknownObserver) }
-        return plan(at: position, keys: keys, at: seq, now: now, limit: limit, in: &s)
+        return plan(at: position, keys: keys, at: seq, now: now, limit: limit, maxBytes: maxBytes, in: &s)
     }
 
     private static func plan(at position: Dictionary<ObserverKey, ObserverSnapshot>.Index, keys: [PropertyKey], at seq: Int64,
-                             now: Double, limit: Int, in s: inout State) -> TrackPlan
+                             now: Double, limit: Int, maxBytes: Int, in s: inout State) -> TrackPlan
     {
         s.use(at: position, now: now)
         // A read again (most reads) adds nothing: found without allocating,
@@ -315,6 +342,12 @@ struct RegistryCore: Sendable {
             }
         }
         if reads.count + added.count > limit { return .refused(.tooManyReads(limit: limit)) }
+        // Refused before anything is recorded, as one past the limit of
+        // reads. (What a replay adds below is small, and is never refused:
+        // it comes with the read.)
+        if maxBytes < .max, s.memory.bytes + s.cost(of: added, at: position) > maxBytes {
+            return .refused(.overMemoryLimit(limit: maxBytes))
+        }
         guard !added.isEmpty && seq < s.lastSeq else { return .reads(added, replayed: false) }
         // Changes committed after the response was built: replay them so
         // inserted elements count as read, and wake a waiter. (Only then is
@@ -347,6 +380,7 @@ struct RegistryCore: Sendable {
         for change in changes {
             s.log.append(change)
             s.logBytes += change.weight
+            s.memory.log += MemoryEstimate.of(change)
             s.lastSeq = change.seq
             // One key (most changes) has each reader once: no set to build.
             // Through shapes an observer may be named twice (a shape of
@@ -377,11 +411,22 @@ struct RegistryCore: Sendable {
             let impliedReads = change.impliedReads
             for (index, id) in receivers.enumerated() {
                 if let position = s.inboxes.index(forKey: id) {
-                    if s.inboxes.values[position].seqs.last != seq { s.inboxes.values[position].seqs.append(seq) }
+                    if s.inboxes.values[position].seqs.last != seq {
+                        s.inboxes.values[position].seqs.append(seq)
+                        s.memory.inboxEntries += 1
+                        if s.inboxes.values[position].seqs.count > Inbox.limit {
+                            // Not polled for long: this change alone (see `Inbox.limit`).
+                            s.memory.inboxEntries -= s.inboxes.values[position].seqs.count - 1
+                            var inbox = Inbox(floor: seq - 1)
+                            inbox.seqs.append(seq)
+                            s.inboxes.values[position] = inbox
+                        }
+                    }
                 } else {
                     var inbox = Inbox(floor: seq - 1)
                     inbox.seqs.append(seq)
                     s.inboxes[id] = inbox
+                    s.memory.inboxEntries += 1
                 }
                 if !impliedReads.isEmpty, index < keyReaders, PlantedFault.current != .dropImpliedReads,
                    let position = s.observers.index(forKey: id)
@@ -393,8 +438,10 @@ struct RegistryCore: Sendable {
                     // implies the rows' membership its reader read): moved
                     // later, a replay from before would pass over changes.
                     for key in impliedReads where s.observers.values[position].reads[key] == nil {
+                        s.ownReads(at: position)
                         s.observers.values[position].setRead(key, at: seq)
                         s.index(key, at: seq, slot: slot, epoch: epoch)
+                        s.charge(MemoryEstimate.read(key), at: position)
                         if implied != nil { added.append(key) }
                     }
                     if let implied, !added.isEmpty { implied(id.id, seq, added) }
@@ -417,6 +464,7 @@ struct RegistryCore: Sendable {
     private mutating func prune() {
         while s.log.count > retain || (s.logBytes > retainBytes && s.log.count > 1), let first = s.log.popFirst() {
             s.logBytes -= first.weight
+            s.memory.log -= MemoryEstimate.of(first)
             s.prunedThrough = first.seq
         }
     }
@@ -445,7 +493,7 @@ struct RegistryCore: Sendable {
         if since > s.lastSeq { return (.ahead(newest: s.lastSeq), nil) }
         let inboxPosition = s.inboxes.index(forKey: id)
         if let inboxPosition, since >= s.inboxes.values[inboxPosition].floor {
-            s.inboxes.values[inboxPosition].acknowledge(through: max(since, s.prunedThrough))
+            s.memory.inboxEntries -= s.inboxes.values[inboxPosition].acknowledge(through: max(since, s.prunedThrough))
         }
         let inbox = inboxPosition.map { s.inboxes.values[$0] }
         var (found, cursor) = s.page(observer, inbox: inbox, after: since, limit: limit)
@@ -522,9 +570,10 @@ struct RegistryCore: Sendable {
             if let observer = s.observers.removeValue(forKey: id) {
                 droppedReadRecords += Self.records(of: observer)
                 s.unindex(observer, releasing: true)
+                s.forget(observer)
             }
             s.dirty.remove(id)
-            s.inboxes[id] = nil
+            s.replaceInbox(of: id, with: nil)
         }
         return expired
     }

@@ -13,6 +13,12 @@ public struct ModelError: Error, Equatable, CustomStringConvertible {
         case unavailable
         /// The database is locked by another connection; worth retrying shortly.
         case busy
+        /// A quota of the client's is used up: worth retrying after
+        /// `retryAfter` seconds, or once it gave something back.
+        case tooManyRequests(retryAfter: Int)
+        /// The server keeps no more of what the request would add (a quota
+        /// for all clients together: observers, their memory).
+        case insufficientStorage
     }
 
     public let kind: Kind

@@ -116,6 +116,8 @@ package final class PendingTrack: QueuedWrite, @unchecked Sendable {
             .failure(ModelError.notFound("no observer \(observer)"))
         case .tooManyReads(let limit):
             .failure(ModelError.unprocessable("observer \(observer) would track more than \(limit) properties; clear its reads first"))
+        case .overMemoryLimit(let limit):
+            .failure(Store.overMemory(limit))
         case .tracked:
             .success(())
         }

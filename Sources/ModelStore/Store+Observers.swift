@@ -6,14 +6,29 @@ extension Store {
     public static let defaultObserverTTL = 600
     public static let observerTTLRange = 1...86_400
 
-    /// Creates an observer whose cursor is the current `seq`.
-    public func createObserver(ttlSeconds: Int = Store.defaultObserverTTL, now: Double = ServerClock.wallSeconds) throws -> ObserverSnapshot {
+    /// Creates an observer whose cursor is the current `seq`, for the
+    /// client `owner` (nil: one counted toward no client's quota). Refused,
+    /// with nothing changed, past its quotas: the configured longest TTL
+    /// (`422`), the observers one client may hold (`429`), the observers in
+    /// all and the registry's memory (`507`).
+    public func createObserver(ttlSeconds: Int = Store.defaultObserverTTL, owner: String? = nil,
+                               now: Double = ServerClock.wallSeconds) throws -> ObserverSnapshot
+    {
         guard Self.observerTTLRange.contains(ttlSeconds) else {
             throw ModelError.unprocessable("ttlSeconds must be between 1 and 86400")
         }
+        guard ttlSeconds <= quotas.maxTTL else {
+            quotas.ttlRefusals.record()
+            throw ModelError.unprocessable("ttlSeconds must be at most \(quotas.maxTTL), the longest this server keeps an unused observer (--max-observer-ttl)")
+        }
         return try exclusive { storage in
+            // Under the writer lock no other observer is made meanwhile.
+            if let refusal = registry.admission(of: owner, maxPerOwner: quotas.maxPerClient, maxObservers: quotas.maxObservers) {
+                throw self.refusal(refusal)
+            }
             // Under the writer lock no commit can move `seq` meanwhile.
-            let observer = ObserverSnapshot(id: Identifier.makeRandom(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now)
+            let observer = ObserverSnapshot(id: Identifier.makeRandom(), cursor: registry.lastSeq, ttlSeconds: ttlSeconds, lastUsed: now,
+                                            owner: owner)
             try storage.insertObserver(observer)
             registry.add(observer)
             return observer
@@ -61,6 +76,7 @@ extension Store {
     {
         if let result = readDurability.track(keys, by: id, at: seq, now: now, in: self) {
             if case .tracked(_, let waiter?) = result, let wake = wakeHandler { wake([(id, waiter)]) }
+            if case .overMemoryLimit = result { quotas.memoryRefusals.record() }
             return PendingTrack.outcome(of: result, observer: id)
         }
         if registry.touch(id, now: now, hasRead: keys) { return .success(()) }
@@ -88,6 +104,7 @@ extension Store {
                 for (track, plan) in zip(tracks, plans) {
                     switch plan {
                     case .refused(let result):
+                        if case .overMemoryLimit = result { quotas.memoryRefusals.record() }
                         track.conclude(result)
                     case .reads(let added, let replayed):
                         planned.append((track, added, replayed))

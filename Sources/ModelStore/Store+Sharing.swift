@@ -176,7 +176,7 @@ extension Store {
                 state.seq = max(state.seq, entry.last)
             case .observer:
                 events.append(.added(ObserverSnapshot(id: entry.id, cursor: entry.first, ttlSeconds: Int(entry.last),
-                                                      lastUsed: Double(entry.body ?? "") ?? now)))
+                                                      lastUsed: Double(entry.body ?? "") ?? now, owner: entry.parent)))
             case .unobserve:
                 events.append(.removed(entry.id))
             case .clear:

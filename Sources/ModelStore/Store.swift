@@ -23,6 +23,15 @@ public final class Store: Sendable {
         public var retainChangesBytes: Int = 64 << 20
         public var synchronous: Synchronous = .normal
         public var maxReadsPerObserver: Int = 100_000
+        /// Most observers in all (`--max-observers`).
+        public var maxObservers: Int = 100_000
+        /// Most observers one client may hold (`--max-observers-per-client`).
+        public var maxObserversPerClient: Int = 1_000
+        /// Most bytes the observation registry may be estimated to hold
+        /// before it refuses new observers and reads (`--max-registry-memory`).
+        public var maxRegistryMemory: Int = 1 << 30
+        /// Longest TTL an observer may ask for, seconds (`--max-observer-ttl`).
+        public var maxObserverTTL: Int = 86_400
 
         public init(database: String) {
             self.database = database
@@ -44,6 +53,8 @@ public final class Store: Sendable {
     public let registry: ObservationRegistry
     public let catalog: Catalog
     let writer: Locked<any ModelStorage>
+    /// The quotas on observers, and their refusals.
+    let quotas: ObserverQuotas
     /// The same storage when several instances share it; its calls made
     /// outside the writer lock (the probe, the listener, claims) have
     /// connections and locks of their own.
@@ -92,7 +103,7 @@ public final class Store: Sendable {
         if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
         try readDurability.recover()
         let registry = ObservationRegistry(retain: configuration.retainChanges, retainBytes: configuration.retainChangesBytes,
-                                            maxReadsPerObserver: configuration.maxReadsPerObserver)
+                                           maxReadsPerObserver: configuration.maxReadsPerObserver, maxBytes: configuration.maxRegistryMemory)
         let shared = storage as? any SharedStorage
         // Shared: loaded in an ordered transaction, so that no other
         // instance commits between the rows and the version they reflect.
@@ -110,6 +121,7 @@ public final class Store: Sendable {
         self.registry = registry
         self.catalog = catalog
         self.writer = Locked(storage)
+        quotas = ObserverQuotas(configuration)
         self.shared = shared
         self.readDurability = readDurability
         queue = WriteQueue(handsOver: shared != nil)

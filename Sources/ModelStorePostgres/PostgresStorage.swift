@@ -281,11 +281,11 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
 
     func observers() throws -> [ObserverSnapshot] {
         var observers: [String: ObserverSnapshot] = [:]
-        let rows = try query("SELECT id, cursor, ttl_seconds, last_used FROM observers")
+        let rows = try query("SELECT id, cursor, ttl_seconds, last_used, owner FROM observers")
         for row in 0..<rows.count {
             let id = rows.string(row, 0) ?? ""
             observers[id] = ObserverSnapshot(id: id, cursor: rows.int64(row, 1) ?? 0, ttlSeconds: Int(rows.int64(row, 2) ?? 600),
-                                             lastUsed: rows.double(row, 3) ?? 0)
+                                             lastUsed: rows.double(row, 3) ?? 0, owner: rows.string(row, 4))
         }
         let reads = try query("SELECT observer_id, path, read_seq FROM observer_reads")
         for row in 0..<reads.count {
@@ -460,10 +460,11 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     // MARK: - Observers
 
     func insertObserver(_ observer: ObserverSnapshot) throws {
-        try query("INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES ($1, $2, $3, $4)",
-                  [observer.id, String(observer.cursor), String(observer.ttlSeconds), String(observer.lastUsed)])
+        try query("INSERT INTO observers (id, cursor, ttl_seconds, last_used, owner) VALUES ($1, $2, $3, $4, $5)",
+                  [observer.id, String(observer.cursor), String(observer.ttlSeconds), String(observer.lastUsed), observer.owner])
         var entry = JournalEntry(version: 0, kind: .observer)
         entry.id = observer.id
+        entry.parent = observer.owner
         entry.first = observer.cursor
         entry.last = Int64(observer.ttlSeconds)
         entry.body = String(observer.lastUsed)

@@ -115,10 +115,10 @@ final class SQLiteStorage: ModelStorage {
     func observers() throws -> [ObserverSnapshot] {
         var observers: [String: ObserverSnapshot] = [:]
         var readsFrom: [String: Int64] = [:]
-        for row in try database.rows("SELECT id, cursor, ttl_seconds, last_used, reads_from FROM observers") {
+        for row in try database.rows("SELECT id, cursor, ttl_seconds, last_used, reads_from, owner FROM observers") {
             let id = row[0].string ?? ""
             observers[id] = ObserverSnapshot(id: id, cursor: row[1].int64 ?? 0, ttlSeconds: Int(row[2].int64 ?? 600),
-                                             lastUsed: row[3].double ?? 0)
+                                             lastUsed: row[3].double ?? 0, owner: row[5].string)
             if let from = row[4].int64, from > 0 { readsFrom[id] = from }
         }
         // A key read twice keeps its first seq, as when it was tracked (the
@@ -369,8 +369,9 @@ final class SQLiteStorage: ModelStorage {
 
     func insertObserver(_ observer: ObserverSnapshot) throws {
         try database.execute(
-            "INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES (?, ?, ?, ?)",
-            [.text(observer.id), .integer(observer.cursor), .integer(Int64(observer.ttlSeconds)), .real(observer.lastUsed)])
+            "INSERT INTO observers (id, cursor, ttl_seconds, last_used, owner) VALUES (?, ?, ?, ?, ?)",
+            [.text(observer.id), .integer(observer.cursor), .integer(Int64(observer.ttlSeconds)), .real(observer.lastUsed),
+             observer.owner.map { .text($0) } ?? .null])
     }
 
     func deleteObserver(_ id: String) throws {

@@ -19,17 +19,49 @@ public enum Jobs {
         }
     }
 
+    /// The quotas on the jobs the server advances: how many run at once,
+    /// and how often each is advanced (each advance is a change).
+    public struct Limits: Sendable {
+        /// Most jobs the server advances at once (`--max-running-jobs`).
+        public var maxRunning = 100
+        /// Shortest `intervalMs` a job may ask for (`--min-job-interval`):
+        /// one job makes at most `1000 / minIntervalMs` changes a second.
+        public var minIntervalMs = 100
+        /// What `minIntervalMs` may be: the range of `intervalMs`.
+        public static let intervalRange: ClosedRange<Int64> = 10...3_600_000
+
+        public init() {}
+    }
+
     /// Advances the jobs the server drives, from one thread.
     ///
     /// On a database several instances share, one instance at a time runs
     /// the jobs: the one holding the `jobs` claim. The others look every
     /// second whether the claim is free (its holder gone) and, once theirs,
     /// take up every running job from the shared state.
-    final class Runner: BackgroundWork {
+    final class Runner: BackgroundWork, QuotaReporting {
         let scheduler = JobScheduler()
+        let limits: Limits
+        let runningRefusals = RefusalCounter()
+        let intervalRefusals = RefusalCounter()
         private let claiming = Locked<ServiceThread?>(nil)
+        /// Weak: the store holds the catalog that holds this.
+        private let store = Locked(Weak<Store>())
+
+        init(limits: Limits = Limits()) {
+            self.limits = limits
+        }
+
+        var quotaReports: [QuotaReport] {
+            let running = store.withLock { $0.object }.map { Jobs.running(in: $0.state).count }
+            return [
+                QuotaReport("running_jobs", limit: limits.maxRunning, used: running ?? 0, refusals: runningRefusals),
+                QuotaReport("job_interval_ms", limit: limits.minIntervalMs, used: nil, refusals: intervalRefusals),
+            ]
+        }
 
         func start(_ store: Store) {
+            self.store.withLock { $0.object = store }
             scheduler.start { [weak store] ids in
                 // Not ours (any more): dropped here, taken up by the holder.
                 guard let store, store.claim("jobs") else { return [] }
@@ -88,6 +120,35 @@ public enum Jobs {
         }
     }
 
+    /// How many jobs the server advances and has not finished in `state`,
+    /// and the seconds until the first of them finishes (nil for none).
+    static func running(in state: ModelState) -> (count: Int, soonest: Double?) {
+        var count = 0
+        var soonest: Double?
+        for job in state[jobs].values {
+            guard let step = job["step"].intValue, let intervalMs = job["intervalMs"].intValue, step > 0 else { continue }
+            let left = job.int("total") - job.int("current")
+            guard left > 0 else { continue }
+            count += 1
+            let steps = left / step + (left % step == 0 ? 0 : 1)
+            let seconds = Double(steps) * Double(intervalMs) / 1000
+            soonest = min(soonest ?? seconds, seconds)
+        }
+        return (count, soonest)
+    }
+
+    /// Refuses a job the server would advance when `limits.maxRunning` run
+    /// already in `state`: `429`, with the seconds until the first of them
+    /// finishes (at least 1, at most an hour) in `Retry-After`.
+    static func checkRunning(in state: ModelState, _ runner: Runner) throws {
+        let (count, soonest) = running(in: state)
+        guard count >= runner.limits.maxRunning else { return }
+        runner.runningRefusals.record()
+        let retryAfter = Int(min(max((soonest ?? 1).rounded(.up), 1), 3600))
+        throw ModelError(.tooManyRequests(retryAfter: retryAfter),
+                         "the server already advances \(count) job\(count == 1 ? "" : "s"), the most it runs at once (--max-running-jobs): try again once one finishes or is deleted, or report progress yourself (a job without step and intervalMs)")
+    }
+
     static func actions(_ runner: Runner) -> [Action] {
         let total = Field.integer("total", range: 1...1_000_000_000)
         let step = Field.integer("step").optional
@@ -100,9 +161,15 @@ public enum Jobs {
                     throw ModelError.unprocessable("step and intervalMs go together: give both for a job the server advances, or neither")
                 }
                 if let step, step < 1 { throw ModelError.unprocessable("step must be at least 1") }
+                if let intervalMs, intervalMs < runner.limits.minIntervalMs {
+                    runner.intervalRefusals.record()
+                    throw ModelError.unprocessable("intervalMs must be at least \(runner.limits.minIntervalMs) on this server (--min-job-interval): one job is advanced at most \(1000 / runner.limits.minIntervalMs) times a second")
+                }
                 let job = Record.new(jobs, ["current": 0, "total": .int(total), "step": step.map(JSONValue.int) ?? .null,
                                             "intervalMs": intervalMs.map(JSONValue.int) ?? .null])
                 return .write(PreparedWrite({ tx in
+                    // Decided on the current state, so on every instance.
+                    if intervalMs != nil { try checkRunning(in: tx.state, runner) }
                     let stored = try tx.insert(job, into: jobs)
                     return .created(jobs.representation(of: stored, in: tx.state), at: stored.path)
                 }, afterCommit: { _, _ in

@@ -1,3 +1,4 @@
+import Digest
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc

@@ -55,6 +55,8 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("max-reads-per-observer"), help: "Most properties one observer may track; more is 422 (env OBSERVABLE_MAX_READS_PER_OBSERVER; default 100000).")
     var maxReadsPerObserver: Int?
 
+    @OptionGroup(title: "Quotas") var quotas: QuotaOptions
+
     @Option(help: "SQLite synchronous mode, normal or full (env OBSERVABLE_SYNCHRONOUS; default normal).")
     var synchronous: String?
 
@@ -128,6 +130,7 @@ struct Serve: ParsableCommand {
         if configuration.access.readToken != nil && configuration.access.writeToken == nil {
             throw ValidationError("OBSERVABLE_READ_TOKEN needs OBSERVABLE_TOKEN as well")
         }
+        try quotas.apply(to: &configuration)
         guard configuration.http.threads >= 1, configuration.http.maxBody >= 1, configuration.limits.maxLongPoll >= 1,
               configuration.http.connectionLimit >= 1, configuration.http.connectionsPerAddress >= 1, configuration.http.idleTimeout >= 1,
               configuration.http.requestTimeout >= 1, storeConfiguration.retainChanges >= 1, storeConfiguration.retainChangesBytes >= 1,

@@ -1,10 +1,20 @@
 import Foundation
+import Models
 import Testing
 import TestSupport
 
 @Suite struct JobsTests {
+    /// A server that advances as many jobs, as often, as these tests ask
+    /// (the quotas on jobs are `QuotaTests`').
+    static func server(folder: String = temporaryFolder()) throws -> TestServer {
+        var limits = Jobs.Limits()
+        limits.maxRunning = 10_000
+        limits.minIntervalMs = 10
+        return try TestServer(folder: folder) { $0.models = SeedModels.catalog(jobLimits: limits) }
+    }
+
     @Test func creationValidatesTotalStepAndInterval() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         for body: JSONValue in [
             [:], ["total": 0], ["total": -5], ["total": 1_000_000_001],
@@ -36,7 +46,7 @@ import TestSupport
     }
 
     @Test func creationAnswersTheJobWithItsLocation() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let created = try client.post("/jobs", ["total": 1000])
         #expect(created.status == 201)
@@ -62,7 +72,7 @@ import TestSupport
     }
 
     @Test func reportedProgressIsClampedAtTotalAndCompletesExactlyOnce() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let id = try #require(try client.post("/jobs", ["total": 1000]).json["id"]?.stringValue)
         let observer = try client.observer()
@@ -92,7 +102,7 @@ import TestSupport
     }
 
     @Test func progressNeverGoesBackwards() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let id = try #require(try client.post("/jobs", ["total": 1000]).json["id"]?.stringValue)
         #expect(try client.post("/jobs/\(id)/progress", ["current": 500]).status == 200)
@@ -106,7 +116,7 @@ import TestSupport
     }
 
     @Test func progressReportsAreValidated() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let id = try #require(try client.post("/jobs", ["total": 1000]).json["id"]?.stringValue)
         #expect(try client.post("/jobs/\(id)/progress", [:]).status == 422)
@@ -120,7 +130,7 @@ import TestSupport
     }
 
     @Test func aServerAdvancedJobRefusesReportedProgress() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let id = try #require(try client.post("/jobs", ["total": 1000, "step": 1, "intervalMs": 3_600_000]).json["id"]?.stringValue)
         let refused = try client.post("/jobs/\(id)/progress", ["current": 10])
@@ -130,7 +140,7 @@ import TestSupport
     }
 
     @Test func aServerAdvancedJobCompletesByItselfAndItsObserverHearsEveryStep() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let observer = try client.observer()
         let id = try #require(try client.post("/jobs", ["total": 1000, "step": 230, "intervalMs": 60]).json["id"]?.stringValue)
@@ -156,7 +166,7 @@ import TestSupport
     }
 
     @Test func cancellingAJobRemovesItAndStopsItsChanges() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let listObserver = try client.observer()
         _ = try client.get("/jobs", observer: listObserver)
@@ -193,7 +203,7 @@ import TestSupport
     }
 
     @Test func readerOfOneJobsProgressIsNotWokenByAnother() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let a = try #require(try client.post("/jobs", ["total": 100]).json["id"]?.stringValue)
         let b = try #require(try client.post("/jobs", ["total": 100]).json["id"]?.stringValue)
@@ -208,7 +218,7 @@ import TestSupport
     }
 
     @Test func aThousandJobsEvery50msAllCompleteAndTheirObserversHearEveryStep() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let observer = try client.observer()
         let cursor = try #require(try client.get("/jobs", observer: observer).cursor)
@@ -263,7 +273,7 @@ import TestSupport
     }
 
     @Test func stoppingBackgroundWorkIsPromptAndFreezesProgress() throws {
-        let server = try TestServer()
+        let server = try Self.server()
         let client = server.client
         let id = try #require(try client.post("/jobs", ["total": 1_000_000, "step": 1, "intervalMs": 10]).json["id"]?.stringValue)
         try waitUntil { (try client.get("/jobs/\(id)").json["progress"]?["current"]?.intValue ?? 0) > 0 }
@@ -283,7 +293,7 @@ import TestSupport
 
     @Test func aRunningJobContinuesAfterARestartFromItsPersistedProgress() throws {
         let folder = temporaryFolder()
-        var first: TestServer? = try TestServer(folder: folder)
+        var first: TestServer? = try Self.server(folder: folder)
         let client = first!.client
         let id = try #require(try client.post("/jobs", ["total": 5000, "step": 1000, "intervalMs": 300]).json["id"]?.stringValue)
         let done = try #require(try client.post("/jobs", ["total": 10, "step": 10, "intervalMs": 10]).json["id"]?.stringValue)
@@ -298,7 +308,7 @@ import TestSupport
         #expect(Date().timeIntervalSince(start) < 1.5)
         first = nil
 
-        let second = try TestServer(folder: folder)
+        let second = try Self.server(folder: folder)
         let again = second.client
         let observer = try again.observer()
         let read = try again.get("/jobs/\(id)", observer: observer)

@@ -314,7 +314,7 @@ import TestSupport
 
     @Test func aJobIsAdvancedByOneInstanceEachStepOnceAndGoesOnWhenItDies() throws {
         let url = try TestPostgres.freshDatabaseURL()
-        let servers = try Self.cluster(database: url)
+        let servers = try Self.cluster(database: url, arguments: ["--min-job-interval", "10"])
         let observer = try servers[1].client.observer()
         let created = try servers[0].client.post("/jobs", ["total": 60, "step": 1, "intervalMs": 50])
         #expect(created.status == 201)

@@ -182,7 +182,7 @@ extension Resource {
         }
         Self.jsonContent(&yaml, level: 5, schema)
         Self.responses(&yaml, ["304": "NotModified", "400": "BadRequest", "401": "Unauthorized", "404": "NotFound",
-                               "422": "TooManyReads", "503": "ServiceUnavailable"])
+                               "422": "TooManyReads", "503": "ServiceUnavailable", "507": "InsufficientStorage"])
     }
 
     private func readOperation(_ yaml: inout YAMLLines, id: String, summary: String, schema: String) {

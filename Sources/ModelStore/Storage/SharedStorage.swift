@@ -84,6 +84,7 @@ public struct JournalEntry: Sendable {
     public var table: Int = -1
     /// A row's or an observer's id.
     public var id: String = ""
+    /// A nested row's parent's id, an observer's owner.
     public var parent: String?
     /// A row's position, the first seq of changes, an observer's cursor, a read's seq.
     public var first: Int64 = 0

@@ -25,9 +25,9 @@ final class EventStreamClient {
     /// With `namedInHeader`, the observer goes in the `Observer` header of
     /// `GET /observer/changes` rather than in the path.
     init(port: UInt16, observer: String, query: String = "", lastEventID: String? = nil, headers: [String: String] = [:],
-         receiveTimeout: Double = 10, receiveBuffer: Int32? = nil, namedInHeader: Bool = false) throws
+         receiveTimeout: Double = 10, receiveBuffer: Int32? = nil, source: String? = nil, namedInHeader: Bool = false) throws
     {
-        connection = try RawConnection(port: port, receiveTimeout: receiveTimeout, receiveBuffer: receiveBuffer)
+        connection = try RawConnection(port: port, receiveTimeout: receiveTimeout, receiveBuffer: receiveBuffer, source: source)
         let path = namedInHeader ? "/observer/changes" : "/observers/\(observer)/changes"
         var request = "GET \(path)\(query.isEmpty ? "" : "?" + query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         if namedInHeader { request += "Observer: \(observer)\r\n" }

@@ -59,10 +59,20 @@ final class TestConnection {
 /// Issues requests on a fresh connection each (simple and independent).
 struct TestClient {
     let port: UInt16
+    /// The loopback address its connections come from (nil: 127.0.0.1).
+    var source: String?
+    /// Headers every request carries (an `Authorization`).
+    var headers: [String: String] = [:]
+
+    init(port: UInt16, source: String? = nil, headers: [String: String] = [:]) {
+        self.port = port
+        self.source = source
+        self.headers = headers
+    }
 
     @discardableResult
     func request(_ method: String, _ path: String, headers: [String: String] = [:], json: JSONValue? = nil, body: [UInt8]? = nil) throws -> TestResponse {
-        try TestConnection(port: port).request(method, path, headers: headers, json: json, body: body)
+        try TestConnection(port: port, source: source).request(method, path, headers: self.headers.merging(headers) { $1 }, json: json, body: body)
     }
 
     func get(_ path: String, observer: String? = nil, headers: [String: String] = [:]) throws -> TestResponse {

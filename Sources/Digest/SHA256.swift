@@ -1,17 +1,18 @@
-/// SHA-256 (FIPS 180-4), for the digests built in beside the files: the
-/// live page's ETags are the start of them. The toolchain on Linux has no
-/// hash function, and this tool runs only at build time, so a plain
-/// implementation is enough.
-enum SHA256 {
+/// SHA-256 (FIPS 180-4), for the digests built in beside the files (the
+/// live page's ETags are the start of them) and for naming a client by its
+/// token without keeping the token. The toolchain on Linux has no hash
+/// function, and both hash a few bytes, seldom: a plain implementation is
+/// enough.
+public enum SHA256 {
     /// The digest of `bytes` in lowercase hexadecimal.
-    static func hex(_ bytes: [UInt8]) -> String {
+    public static func hex(_ bytes: [UInt8]) -> String {
         digest(bytes).map { byte in
             let text = String(byte, radix: 16)
             return byte < 16 ? "0" + text : text
         }.joined()
     }
 
-    static func digest(_ bytes: [UInt8]) -> [UInt8] {
+    public static func digest(_ bytes: [UInt8]) -> [UInt8] {
         var hash: [UInt32] = [
             0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
         ]

@@ -1,0 +1,59 @@
+import ModelObservation
+
+extension Store {
+    /// The quotas on observers, from the store's configuration, with their
+    /// refusals counted.
+    final class ObserverQuotas: Sendable {
+        let maxObservers: Int
+        let maxPerClient: Int
+        let maxTTL: Int
+        let perClientRefusals = RefusalCounter()
+        let totalRefusals = RefusalCounter()
+        /// New observers and new reads refused for the registry's memory.
+        let memoryRefusals = RefusalCounter()
+        let ttlRefusals = RefusalCounter()
+
+        init(_ configuration: Configuration) {
+            maxObservers = configuration.maxObservers
+            maxPerClient = configuration.maxObserversPerClient
+            maxTTL = configuration.maxObserverTTL
+        }
+    }
+
+    /// The refusal of a new observer, as the client is told it.
+    func refusal(_ refusal: ObservationRegistry.Refusal) -> ModelError {
+        switch refusal {
+        case .ownerAtLimit(let limit):
+            quotas.perClientRefusals.record()
+            return ModelError(.tooManyRequests(retryAfter: Self.observerRetryAfter),
+                              "this client holds \(limit) observers, the most one client may hold (--max-observers-per-client): delete one it no longer uses (DELETE /observers/{id}), or let one expire")
+        case .atLimit(let limit):
+            quotas.totalRefusals.record()
+            return ModelError(.insufficientStorage, "the server holds \(limit) observers, the most it may hold (--max-observers): try again once some are deleted or expire")
+        case .overMemoryLimit(let limit):
+            quotas.memoryRefusals.record()
+            return Self.overMemory(limit)
+        }
+    }
+
+    /// The refusal of a new observer or read past the registry's memory limit.
+    static func overMemory(_ limit: Int) -> ModelError {
+        ModelError(.insufficientStorage, "observers and their reads would take more than the \(limit) bytes the server keeps for them (--max-registry-memory): nothing was tracked; try again once observers are deleted, cleared or expire")
+    }
+
+    /// Seconds a client at its quota of observers is told to wait: time for
+    /// one of its observers to go, unless it deletes one first.
+    static let observerRetryAfter = 60
+}
+
+extension Store: QuotaReporting {
+    public var quotaReports: [QuotaReport] {
+        let owners = registry.owners
+        return [
+            QuotaReport("observers_per_client", limit: quotas.maxPerClient, used: owners.largest, refusals: quotas.perClientRefusals),
+            QuotaReport("observers", limit: quotas.maxObservers, used: registry.observerCount, refusals: quotas.totalRefusals),
+            QuotaReport("registry_memory", limit: registry.maxBytes, used: registry.memoryBytes, refusals: quotas.memoryRefusals),
+            QuotaReport("observer_ttl", limit: quotas.maxTTL, used: nil, refusals: quotas.ttlRefusals),
+        ]
+    }
+}

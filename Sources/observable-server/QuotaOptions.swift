@@ -1,0 +1,77 @@
+import API
+import ArgumentParser
+import Models
+
+/// The quotas that keep one client, or all of them together, from taking
+/// more than the server can give (README, "Quotas"): each a flag and an
+/// `OBSERVABLE_…` variable.
+struct QuotaOptions: ParsableArguments {
+    @Option(name: .customLong("max-observers-per-client"), help: "Most observers one client (its token, else its address) may hold; more is 429 (env OBSERVABLE_MAX_OBSERVERS_PER_CLIENT; default 1000).")
+    var maxObserversPerClient: Int?
+
+    @Option(name: .customLong("max-observers"), help: "Most observers in all; more is 507 (env OBSERVABLE_MAX_OBSERVERS; default 100000).")
+    var maxObservers: Int?
+
+    @Option(name: .customLong("max-registry-memory"), help: "Bytes observers, their reads and the change log may be estimated to take (1073741824, 512M, 1G); a new observer or read past them is 507 (env OBSERVABLE_MAX_REGISTRY_MEMORY; default 1G).")
+    var maxRegistryMemory: ByteCount?
+
+    @Option(name: .customLong("max-observer-ttl"), help: "Longest ttlSeconds an observer may ask for, 1 to 86400; longer is 422 (env OBSERVABLE_MAX_OBSERVER_TTL; default 86400).")
+    var maxObserverTTL: Int?
+
+    @Option(name: .customLong("max-running-jobs"), help: "Most jobs the server advances at once; another is 429 (env OBSERVABLE_MAX_RUNNING_JOBS; default 100).")
+    var maxRunningJobs: Int?
+
+    @Option(name: .customLong("min-job-interval"), help: "Shortest intervalMs of a job the server advances, 10 to 3600000; shorter is 422 (env OBSERVABLE_MIN_JOB_INTERVAL; default 100).")
+    var minJobInterval: Int?
+
+    @Option(name: .customLong("max-streams-per-client"), help: "Most event streams of the change feed one client may hold open; another is 429 (env OBSERVABLE_MAX_STREAMS_PER_CLIENT; default 64).")
+    var maxStreamsPerClient: Int?
+
+    /// Sets the quotas of `configuration`, its models' included.
+    func apply(to configuration: inout Application.Configuration) throws {
+        configuration.store.maxObserversPerClient = try setting(maxObserversPerClient, "OBSERVABLE_MAX_OBSERVERS_PER_CLIENT", default: 1_000)
+        configuration.store.maxObservers = try setting(maxObservers, "OBSERVABLE_MAX_OBSERVERS", default: 100_000)
+        configuration.store.maxRegistryMemory = try setting(maxRegistryMemory, "OBSERVABLE_MAX_REGISTRY_MEMORY", default: ByteCount(1 << 30)).bytes
+        configuration.store.maxObserverTTL = try setting(maxObserverTTL, "OBSERVABLE_MAX_OBSERVER_TTL", default: 86_400)
+        var jobs = Jobs.Limits()
+        jobs.maxRunning = try setting(maxRunningJobs, "OBSERVABLE_MAX_RUNNING_JOBS", default: jobs.maxRunning)
+        jobs.minIntervalMs = try setting(minJobInterval, "OBSERVABLE_MIN_JOB_INTERVAL", default: jobs.minIntervalMs)
+        configuration.models = SeedModels.catalog(jobLimits: jobs)
+        configuration.limits.maxStreamsPerClient = try setting(maxStreamsPerClient, "OBSERVABLE_MAX_STREAMS_PER_CLIENT", default: 64)
+        guard configuration.store.maxObserversPerClient >= 1, configuration.store.maxObservers >= 1,
+              configuration.store.maxRegistryMemory >= 1, configuration.limits.maxStreamsPerClient >= 1, jobs.maxRunning >= 0
+        else { throw ValidationError("max-observers-per-client, max-observers, max-registry-memory and max-streams-per-client must be positive, max-running-jobs not negative") }
+        guard (1...86_400).contains(configuration.store.maxObserverTTL) else { throw ValidationError("max-observer-ttl must be between 1 and 86400") }
+        guard Jobs.Limits.intervalRange.contains(Int64(jobs.minIntervalMs)) else {
+            throw ValidationError("min-job-interval must be between 10 and 3600000")
+        }
+    }
+}
+
+/// A number of bytes, given as such or with a binary suffix: `512M`, `1G`,
+/// `64KiB`.
+struct ByteCount: LosslessStringConvertible, ExpressibleByArgument {
+    let bytes: Int
+
+    init(_ bytes: Int) {
+        self.bytes = bytes
+    }
+
+    init?(_ text: String) {
+        let units: [(suffix: String, shift: Int)] = [("KiB", 10), ("MiB", 20), ("GiB", 30), ("K", 10), ("M", 20), ("G", 30), ("", 0)]
+        for unit in units where text.hasSuffix(unit.suffix) {
+            guard let number = Int(text.dropLast(unit.suffix.count)), number >= 0 else { return nil }
+            let (bytes, overflow) = number.multipliedReportingOverflow(by: 1 << unit.shift)
+            guard !overflow else { return nil }
+            self.bytes = bytes
+            return
+        }
+        return nil
+    }
+
+    init?(argument: String) {
+        self.init(argument)
+    }
+
+    var description: String { String(bytes) }
+}

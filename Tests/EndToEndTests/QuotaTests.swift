@@ -1,0 +1,222 @@
+import Foundation
+@testable import API
+import Models
+import Testing
+import TestSupport
+
+/// The quotas that keep one client, or all of them together, from taking
+/// more than the server can give: each refusal is problem+json and changes
+/// nothing, a client at its quota does not stop another (a token of its
+/// own, or another address: all of 127/8 is loopback), and what one gives
+/// back can be taken again.
+@Suite struct QuotaTests {
+    /// The value of `sample` (a name with its labels, as written) in `/metrics`.
+    static func metric(_ client: TestClient, _ sample: String) throws -> Int64? {
+        for line in try client.get("/metrics").text.split(separator: "\n") where line.hasPrefix(sample + " ") {
+            return Int64(line.dropFirst(sample.count + 1))
+        }
+        return nil
+    }
+
+    static func quota(_ client: TestClient, _ family: String, _ quota: String) throws -> Int64? {
+        try metric(client, "observable_quota_\(family){quota=\"\(quota)\"}")
+    }
+
+    static func expectProblem(_ response: TestResponse, _ status: Int, mentioning flag: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(response.status == status, sourceLocation: sourceLocation)
+        #expect(response.header("Content-Type") == "application/problem+json", sourceLocation: sourceLocation)
+        #expect(response.json["status"]?.intValue == Int64(status), sourceLocation: sourceLocation)
+        #expect(response.json["detail"]?.stringValue?.contains(flag) == true, "\(response.text)", sourceLocation: sourceLocation)
+    }
+
+    @Test func aClientAtItsQuotaOfObserversIsRefusedAnotherIsServedAndADeleteGivesRoomBack() throws {
+        let server = try TestServer { $0.store.maxObserversPerClient = 3 }
+        let first = server.client
+        let second = TestClient(port: server.port, source: "127.0.0.2")
+        let ids = try (0..<3).map { _ in try first.observer() }
+        let refused = try first.post("/observers", ["ttlSeconds": 60])
+        Self.expectProblem(refused, 429, mentioning: "--max-observers-per-client")
+        #expect(refused.header("Retry-After") == "60")
+        #expect(try Self.metric(first, "observable_observers") == 3)
+
+        for _ in 0..<3 { _ = try second.observer() }
+        Self.expectProblem(try second.post("/observers"), 429, mentioning: "--max-observers-per-client")
+        #expect(try Self.metric(first, "observable_observer_clients") == 2)
+
+        #expect(try first.delete("/observers/\(ids[0])").status == 204)
+        #expect(try first.post("/observers").status == 201)
+        #expect(try first.post("/observers").status == 429)
+        #expect(try Self.quota(first, "limit", "observers_per_client") == 3)
+        #expect(try Self.quota(first, "used", "observers_per_client") == 3)
+        #expect(try Self.quota(first, "refusals_total", "observers_per_client") == 3)
+    }
+
+    @Test func anObserverThatExpiresGivesItsClientRoomBack() throws {
+        let server = try TestServer { $0.store.maxObserversPerClient = 2 }
+        let client = server.client
+        _ = try client.observer(ttl: 1)
+        _ = try client.observer(ttl: 1)
+        #expect(try client.post("/observers").status == 429)
+        try waitUntil(timeout: 10) { try Self.metric(client, "observable_observers") == 0 }
+        #expect(try Self.quota(client, "used", "observers_per_client") == 0)
+        #expect(try client.post("/observers").status == 201)
+    }
+
+    /// A token the server accepts names a client of its own, by a digest:
+    /// the token is stored nowhere. A token it does not accept makes no new
+    /// client: the request counts as its address.
+    @Test func anAcceptedTokenIsAClientOfItsOwnAndAnUnknownOneCountsAsItsAddress() throws {
+        let folder = temporaryFolder()
+        let server = try TestServer(folder: folder) {
+            $0.store.maxObserversPerClient = 1
+            $0.access = AccessPolicy(writeToken: "write-secret")
+        }
+        let anonymous = server.client
+        let withToken = TestClient(port: server.port, headers: ["Authorization": "Bearer write-secret"])
+        let unknown = TestClient(port: server.port, headers: ["Authorization": "Bearer made-up"])
+        #expect(try anonymous.post("/observers").status == 201)
+        #expect(try unknown.post("/observers").status == 429)
+        #expect(try withToken.post("/observers").status == 201)
+        #expect(try withToken.post("/observers").status == 429)
+        #expect(try TestEngine.integer("SELECT COUNT(*) FROM observers WHERE owner = 'address:127.0.0.1'", folder: folder) == 1)
+        #expect(try TestEngine.integer("SELECT COUNT(*) FROM observers WHERE owner LIKE 'token:%'", folder: folder) == 1)
+        #expect(try TestEngine.integer("SELECT COUNT(*) FROM observers WHERE owner LIKE '%secret%'", folder: folder) == 0)
+    }
+
+    /// Who created each observer is stored with it: after a restart the
+    /// client is still at its quota, and a delete still gives room back.
+    @Test func whoHoldsWhichObserverSurvivesARestart() throws {
+        let folder = temporaryFolder()
+        var first: TestServer? = try TestServer(folder: folder) { $0.store.maxObserversPerClient = 2 }
+        let ids = try (0..<2).map { _ in try first!.client.observer() }
+        first?.stop()
+        first = nil
+        let second = try TestServer(folder: folder) { $0.store.maxObserversPerClient = 2 }
+        #expect(try second.client.post("/observers").status == 429)
+        #expect(try TestClient(port: second.port, source: "127.0.0.2").post("/observers").status == 201)
+        #expect(try second.client.delete("/observers/\(ids[0])").status == 204)
+        #expect(try second.client.post("/observers").status == 201)
+    }
+
+    @Test func observersInAllAreBounded() throws {
+        let server = try TestServer { $0.store.maxObservers = 2 }
+        _ = try server.client.observer()
+        _ = try TestClient(port: server.port, source: "127.0.0.2").observer()
+        let refused = try TestClient(port: server.port, source: "127.0.0.3").post("/observers")
+        Self.expectProblem(refused, 507, mentioning: "--max-observers")
+        #expect(try Self.metric(server.client, "observable_observers") == 2)
+        #expect(try Self.quota(server.client, "refusals_total", "observers") == 1)
+    }
+
+    @Test func aTTLPastTheMaximumIsRefused() throws {
+        let server = try TestServer { $0.store.maxObserverTTL = 60 }
+        let client = server.client
+        #expect(try client.post("/observers", ["ttlSeconds": 60]).status == 201)
+        Self.expectProblem(try client.post("/observers", ["ttlSeconds": 61]), 422, mentioning: "--max-observer-ttl")
+        #expect(try client.post("/observers", ["ttlSeconds": 86_401]).status == 422)
+        #expect(try Self.metric(client, "observable_observers") == 1)
+        #expect(try Self.quota(client, "refusals_total", "observer_ttl") == 1)
+        #expect(try Self.quota(client, "limit", "observer_ttl") == 60)
+    }
+
+    /// Past the registry's memory, new observers and new reads are refused
+    /// (`507`). A refused read is refused whole: its answer is not sent,
+    /// and a change to what it showed does not reach its observer.
+    @Test func theRegistrysMemoryIsBoundedAndARefusedReadTracksNothing() throws {
+        let server = try TestServer { $0.store.maxRegistryMemory = 4_000 }
+        let client = server.client
+        let reader = try client.observer()
+        #expect(try client.get("/truck/donuts/\(Seed.glazed)", observer: reader).status == 200)
+        var made: [String] = []
+        var refusedObserver: TestResponse?
+        for _ in 0..<20 {
+            let created = try client.post("/observers")
+            guard created.status == 201, let id = created.json["id"]?.stringValue else {
+                refusedObserver = created
+                break
+            }
+            made.append(id)
+        }
+        let refused = try #require(refusedObserver)
+        Self.expectProblem(refused, 507, mentioning: "--max-registry-memory")
+        #expect(try Self.metric(client, "observable_observers") == Int64(made.count + 1))
+        let estimate = try #require(try Self.metric(client, "observable_registry_bytes"))
+        #expect(estimate <= 4_000)
+
+        var refusedRead: (donut: String, cursor: Int64)?
+        for donut in [Seed.chocolate, Seed.strawberry, Seed.maple] {
+            let before = try client.get("/observers/\(reader)")
+            let read = try client.get("/truck/donuts/\(donut)", observer: reader)
+            guard read.status == 507 else { continue }
+            Self.expectProblem(read, 507, mentioning: "--max-registry-memory")
+            #expect(try client.get("/observers/\(reader)").json["reads"] == before.json["reads"])
+            refusedRead = (donut, try #require(before.json["cursor"]?.intValue))
+            break
+        }
+        let (donut, cursor) = try #require(refusedRead)
+        #expect(try client.patch("/truck/donuts/\(donut)", ["name": "Renamed"]).status == 200)
+        #expect(try client.changes(reader, since: cursor).json.changeList == [])
+        #expect(try Self.quota(client, "refusals_total", "registry_memory") == 2)
+
+        for id in made { #expect(try client.delete("/observers/\(id)").status == 204) }
+        #expect(try client.get("/truck/donuts/\(donut)", observer: reader).status == 200)
+        #expect(try client.post("/observers").status == 201)
+    }
+
+    @Test func runningJobsAndHowOftenEachIsAdvancedAreBounded() throws {
+        var limits = Jobs.Limits()
+        limits.maxRunning = 2
+        limits.minIntervalMs = 100
+        let server = try TestServer { $0.models = SeedModels.catalog(jobLimits: limits) }
+        let client = server.client
+        // 1,000 s and 10 s from finishing.
+        let first = try #require(try client.post("/jobs", ["total": 1000, "step": 1, "intervalMs": 1000]).json["id"]?.stringValue)
+        #expect(try client.post("/jobs", ["total": 1000, "step": 100, "intervalMs": 1000]).status == 201)
+        let refused = try client.post("/jobs", ["total": 1000, "step": 1, "intervalMs": 1000])
+        Self.expectProblem(refused, 429, mentioning: "--max-running-jobs")
+        let retryAfter = try #require(refused.header("Retry-After").flatMap { Int($0) })
+        #expect((1...10).contains(retryAfter))
+        #expect(try client.get("/jobs").json["jobs"]?.arrayValue?.count == 2)
+        // Reported by clients: not advanced by the server, not counted.
+        #expect(try client.post("/jobs", ["total": 10]).status == 201)
+        Self.expectProblem(try client.post("/jobs", ["total": 10, "step": 1, "intervalMs": 50]), 422, mentioning: "--min-job-interval")
+        #expect(try Self.quota(client, "used", "running_jobs") == 2)
+
+        #expect(try client.delete("/jobs/\(first)").status == 204)
+        #expect(try client.post("/jobs", ["total": 1000, "step": 1, "intervalMs": 100]).status == 201)
+        #expect(try Self.quota(client, "refusals_total", "running_jobs") == 1)
+        #expect(try Self.quota(client, "refusals_total", "job_interval_ms") == 1)
+        #expect(try Self.quota(client, "limit", "job_interval_ms") == 100)
+    }
+
+    @Test func aClientAtItsQuotaOfStreamsIsRefusedAnotherIsServedAndAnEndedStreamGivesRoomBack() throws {
+        let server = try TestServer { $0.limits.maxStreamsPerClient = 2 }
+        let client = server.client
+        let observers = try (0..<4).map { _ in try client.observer() }
+        let open = try observers[0..<2].map { try EventStreamClient(port: server.port, observer: $0) }
+        #expect(open.map(\.head.status) == [200, 200])
+        let refused = try EventStreamClient(port: server.port, observer: observers[2])
+        #expect(refused.head.status == 429)
+        #expect(refused.head.headers["content-type"] == "application/problem+json")
+        #expect(refused.head.headers["retry-after"] == "5")
+        #expect(try Self.quota(client, "used", "streams_per_client") == 2)
+
+        let other = try EventStreamClient(port: server.port, observer: observers[3], source: "127.0.0.2")
+        #expect(other.head.status == 200)
+        // A stream taking the place of one of the same observer is let in; the old one ends.
+        let again = try EventStreamClient(port: server.port, observer: observers[0])
+        #expect(again.head.status == 200)
+        _ = try open[0].rest()
+        // A stream that ends gives its place back (deleting its observer ends it).
+        #expect(try client.delete("/observers/\(observers[1])").status == 204)
+        _ = try open[1].rest()
+        var reopened: EventStreamClient?
+        try waitUntil(timeout: 10) {
+            let stream = try EventStreamClient(port: server.port, observer: observers[2])
+            if stream.head.status == 200 { reopened = stream }
+            return reopened != nil
+        }
+        #expect(try Self.quota(client, "refusals_total", "streams_per_client").map { $0 >= 1 } == true)
+        withExtendedLifetime((again, other, reopened)) {}
+    }
+}
