@@ -42,7 +42,9 @@ public final class Application: Sendable {
             let daemon = daemonBox.withLock { $0.object }
             return (daemon?.parkedCount ?? 0, daemon?.streamCount ?? 0, daemon?.connectionCount ?? 0)
         }
-        daemon = HTTPDaemon(configuration: configuration.http, responder: api.responder(), logger: logger)
+        var http = configuration.http
+        http.loggedPath = ObservableAPI.loggedPath
+        daemon = HTTPDaemon(configuration: http, responder: api.responder(), logger: logger)
         daemonBox.withLock { $0.object = daemon }
         api.attach(daemon)
     }

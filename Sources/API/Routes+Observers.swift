@@ -26,6 +26,15 @@ extension ObservableAPI {
         }
     }
 
+    /// `path` as the debug log shows it: an observer's id, all it takes to
+    /// use the observer, is left out (`/observers/…/changes`).
+    static let loggedPath: @Sendable (String) -> String = { path in
+        guard path.hasPrefix("/observers/") else { return path }
+        let rest = path.dropFirst("/observers/".count)
+        guard !rest.isEmpty else { return path }
+        return "/observers/…" + (rest.firstIndex(of: "/").map { String(rest[$0...]) } ?? "")
+    }
+
     /// The observer a route names: in its path, or on `/observer…` in the
     /// `Observer` header.
     static func observerId(_ context: RouteContext) throws -> String {

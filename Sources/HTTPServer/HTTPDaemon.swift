@@ -58,6 +58,9 @@ public final class HTTPDaemon: Sendable {
         /// Seconds of silence after which an open event stream is sent a
         /// comment line, which keeps proxies from closing it.
         public var heartbeat: Double = 15
+        /// What the debug log shows of a request's path: a path may hold a
+        /// secret (an observer's id), which the log must not keep.
+        public var loggedPath: @Sendable (String) -> String = { $0 }
 
         public init() {}
 
@@ -496,7 +499,7 @@ public final class HTTPDaemon: Sendable {
     private func send(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
         context.answered = true
         if logger.logLevel <= .debug {
-            logger.debug("\(context.method) \(context.url) \(response.status)")
+            logger.debug("\(context.method) \(configuration.loggedPath(context.url)) \(response.status)")
         }
         guard let prepared = response.prepared ?? PreparedResponse(response) else { return .NO }
         return withExtendedLifetime(prepared) { MHD_queue_response(connection, UInt32(response.status), prepared.raw) }

@@ -54,6 +54,24 @@ import TestSupport
         #expect(try client.get("/observers/\(observer)").status == 404)
     }
 
+    /// The debug log shows every request, and no observer's id: not in a
+    /// path, not in the `Observer` header, not from the query.
+    @Test func theDebugLogNeverShowsAnObserversId() throws {
+        let server = try ServerProcess(folder: temporaryFolder(), arguments: ["--log-level", "debug"])
+        defer { _ = server.stop() }
+        let client = server.client
+        let observer = try client.observer()
+        _ = try client.get("/truck/orderCount", observer: observer)
+        _ = try client.get("/truck/orderCount?observer=\(observer)")
+        _ = try client.get("/observers/\(observer)/changes?timeout=0")
+        _ = try client.get("/observer/changes?timeout=0", headers: ["Observer": observer])
+        _ = try client.request("DELETE", "/observers/\(observer)")
+        let log = try String(contentsOfFile: server.logPath, encoding: .utf8)
+        #expect(log.contains("GET /observers/…/changes 200"))
+        #expect(log.contains("DELETE /observers/… 204"))
+        #expect(!log.contains(observer))
+    }
+
     /// Without the header the `/observer…` routes name no observer: `400`,
     /// and nothing is changed or deleted.
     @Test func theHeaderFormWithoutTheHeaderIsABadRequest() throws {

@@ -111,9 +111,12 @@ import TestSupport
             #expect(try server.client.get("/" + reference).status == 200, "\(reference) is not served")
         }
         // Every API call of the script is relative too: `fetch` is called in
-        // one place, with a path that does not start with a slash.
+        // two places (every call, and the stream of the feed), each with a
+        // path that does not start with a slash.
         let script = String(decoding: try Self.source("app.js"), as: UTF8.self)
-        #expect(script.components(separatedBy: "fetch(").count == 2)
+        let fetched = script.components(separatedBy: "fetch(").dropFirst().map { $0.prefix { $0 != "," && $0 != "?" } }
+        #expect(fetched.count == 2)
+        #expect(fetched.allSatisfy { $0 == "path" || $0.hasPrefix("`observer/") }, "\(fetched)")
         #expect(!script.contains("api(\"GET\", \"/") && !script.contains("api(\"POST\", \"/"))
     }
 
