@@ -247,7 +247,7 @@ def main():
     parser.add_argument("--token", help="the write token (OBSERVABLE_TOKEN), if set")
     parser.add_argument("--read-token", help="the read token (OBSERVABLE_READ_TOKEN), if set")
     parser.add_argument("--max-body", type=int, default=1 << 20, help="the server's --max-body")
-    parser.add_argument("--request-timeout", type=int, default=10, help="the server's --request-timeout")
+    parser.add_argument("--request-timeout", type=int, default=20, help="the server's --request-timeout")
     parser.add_argument("--skip-slow", action="store_true", help="leave out the slow sender (it takes the timeout)")
     args = parser.parse_args()
     target = Target(args.url, args.token, args.read_token)
