@@ -247,9 +247,16 @@ extension Store {
     public func announceParked(_ observer: String, stream: Bool = false) {
         guard let shared else { return }
         remoteStreams.withLock { _ = $0.remove(observer) }
+        let sent = ServerClock.now
+        unheardAnnouncements.withLock { $0[observer] = (($0[observer]?.count ?? 0) + 1, sent) }
         do {
             try shared.announceParked(instance: instance, observer: observer, stream: stream)
         } catch {
+            // Never to be heard back.
+            unheardAnnouncements.withLock { unheard in
+                guard let entry = unheard[observer] else { return }
+                unheard[observer] = entry.count > 1 ? (entry.count - 1, entry.sent) : nil
+            }
             logger.warning("could not announce a parked poll: \(error)")
         }
     }
@@ -289,7 +296,13 @@ extension Store {
     /// observers parked anew elsewhere; remembers the streams opened
     /// elsewhere.
     private func giveWay(_ parked: [ParkedAnnouncement]) {
-        let others = parked.filter { $0.instance != instance }
+        // In the order they were sent: another instance's announcement heard
+        // before this one's own of the same observer comes back was sent
+        // before it, so the consumer it names is older than this one's, and
+        // is the one to give way (this one's announcement tells it so).
+        // What was not heard back within `announcementHorizon` (a listener
+        // that reconnected) no longer holds others back.
+        let others = unheardAnnouncements.withLock { Self.newer(parked, than: instance, unheard: &$0, now: ServerClock.now) }
         guard !others.isEmpty else { return }
         remoteStreams.withLock { streams in
             for announcement in others {
@@ -299,6 +312,29 @@ extension Store {
         let displaced = registry.takeWaiters(of: others.map(\.observer))
         if !displaced.isEmpty, let handler = displacedHandler.withLock({ $0 }) { handler(displaced) }
     }
+
+    /// Of `parked` (announcements in the order heard), those of other
+    /// instances sent after every announcement of `instance`'s of the same
+    /// observer: those heard before its own comes back were sent before it
+    /// (`unheard`, which its own, heard, leave).
+    static func newer(_ parked: [ParkedAnnouncement], than instance: String,
+                      unheard: inout [String: (count: Int, sent: ServerClock.Instant)], now: ServerClock.Instant) -> [ParkedAnnouncement]
+    {
+        parked.filter { announcement in
+            guard let entry = unheard[announcement.observer] else { return announcement.instance != instance }
+            if announcement.instance == instance {
+                unheard[announcement.observer] = entry.count > 1 ? (entry.count - 1, entry.sent) : nil
+                return false
+            }
+            guard entry.sent.advanced(by: announcementHorizon) < now else { return false }
+            unheard[announcement.observer] = nil
+            return true
+        }
+    }
+
+    /// How long this instance's announcement may take to be heard back
+    /// before announcements of others count again.
+    static let announcementHorizon: Duration = .seconds(10)
 
     /// Sets who answers parked polls that gave way to a poll parked on another instance.
     public func onDisplaced(_ handler: @escaping Wake) {

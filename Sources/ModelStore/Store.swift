@@ -78,6 +78,13 @@ public final class Store: Sendable {
     let remoteStreams = Locked<Set<String>>([])
     /// This instance among those sharing the database.
     let instance = Identifier.make()
+    /// Per observer, this instance's announcements of a consumer (a parked
+    /// poll, a stream, a poll answered at once) not heard back yet, and
+    /// when the last was sent. Announcements reach every instance in the
+    /// order they were sent, on one channel: one from another instance
+    /// heard before them was sent before them, and names an older
+    /// consumer, which must not end this one (`giveWay`).
+    let unheardAnnouncements = Locked<[String: (count: Int, sent: ServerClock.Instant)]>([:])
     /// Answers parked polls that gave way to one parked elsewhere.
     let displacedHandler = Locked<Wake?>(nil)
     /// What reads see: replaced whole after each commit, so that a read

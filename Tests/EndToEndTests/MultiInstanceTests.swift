@@ -288,6 +288,38 @@ import TestSupport
         #expect(try b.get("/truck/orderCount").json["orderCount"] == 4)
     }
 
+    /// A stream is its observer's one consumer, and the newest: a poll
+    /// parked on B while A is stopped gives way to a stream whose request
+    /// waited for A meanwhile, whichever of the two A handles first once it
+    /// goes on (the announcement, or the stream); the stream stays open.
+    /// (`AnnouncementOrderTests` pins the order of announcements itself.)
+    @Test func aStreamIsNotEndedByAnAnnouncementOlderThanItself() throws {
+        let servers = try Self.cluster(2)
+        let (a, b) = (servers[0].client, servers[1].client)
+        for round in 0..<8 {
+            let observer = try a.observer()
+            _ = try a.get("/truck/orderCount", observer: observer)
+            kill(servers[0].process.processIdentifier, SIGSTOP)
+            let parked = Locked<TestResponse?>(nil)
+            Thread {
+                let response = try? b.changes(observer, timeout: 20)
+                parked.withLock { $0 = response }
+            }.start()
+            try waitUntil(timeout: 10) { (try? b.get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
+            let connection = try RawConnection(port: servers[0].port, receiveTimeout: 10)
+            try connection.send("GET /observers/\(observer)/changes HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+            kill(servers[0].process.processIdentifier, SIGCONT)
+            let stream = try EventStreamClient(sentOn: connection)
+            #expect(stream.head.status == 200)
+            // The older poll gives way to the stream.
+            try waitUntil(timeout: 10) { parked.withLock { $0 } != nil }
+            #expect(parked.withLock { $0 }?.json.changeList.isEmpty == true, "round \(round)")
+            _ = try b.post("/truck/orders", Self.order)
+            let event = try stream.next()
+            #expect(event?.json.changeList.first?["path"] == "/truck/orderCount", "round \(round): the stream ended")
+        }
+    }
+
     /// Instances that start together on a fresh database apply each
     /// migration once, under the advisory lock.
     @Test func instancesStartingTogetherMigrateOnce() throws {

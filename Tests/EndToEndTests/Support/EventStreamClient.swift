@@ -37,6 +37,12 @@ final class EventStreamClient {
         head = try connection.receiveHead()
     }
 
+    /// The stream on `connection`, whose request was sent already.
+    init(sentOn connection: RawConnection) throws {
+        self.connection = connection
+        head = try connection.receiveHead()
+    }
+
     /// The next event, or nil when the stream ended first; comments are
     /// counted on the way. Throws when nothing comes within the timeout.
     func next() throws -> Event? {
