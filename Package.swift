@@ -15,11 +15,22 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
-        .systemLibrary(
-            name: "CMicroHTTPD",
-            pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]
+        // libmicrohttpd 0.9.75 (LGPL-2.1+ or eCos), built in with two changes
+        // to how it answers malformed requests: see vendor/libmicrohttpd.
+        .target(
+            name: "CLibMicroHTTPD",
+            path: "vendor/libmicrohttpd",
+            exclude: ["README.md", "COPYING"],
+            sources: ["src"],
+            cSettings: [
+                .define("HAVE_CONFIG_H"),
+                .define("BUILDING_MHD_LIB", to: "1"),
+                .headerSearchPath("src"),
+                .unsafeFlags(["-fno-strict-aliasing", "-pthread"]),
+            ]
         ),
+        // The C the Swift side calls libmicrohttpd through (include/shim.h).
+        .target(name: "CMicroHTTPD", dependencies: ["CLibMicroHTTPD"]),
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",

@@ -171,9 +171,6 @@ public final class HTTPDaemon: Sendable {
             throw StartError.badHost(c.host)
         }
         guard let started else { throw StartError.cannotStart(host: c.host, port: c.port) }
-        if !Self.checksLineLayout {
-            logger.notice("libmicrohttpd \(String(cString: MHD_get_version())): folded header lines and NUL bytes are left to it")
-        }
         daemon.withLock { $0 = DaemonPointer(raw: started) }
         boundPort.store(osv_daemon_port(started), ordering: .releasing)
         startTimer()
@@ -456,6 +453,16 @@ public final class HTTPDaemon: Sendable {
     /// right after the `?` in libmicrohttpd's own buffer (which it splits in
     /// place at that `?`), and libmicrohttpd parses no parameter.
     func takeQuery(from target: UnsafePointer<CChar>, connection: OpaquePointer) -> UnsafeMutableRawPointer? {
+        if Self.hasBlankOrControl(target) {
+            // libmicrohttpd takes what lies between the method and the
+            // version as the target, blanks and all (`GET /a b HTTP/1.1`).
+            let context = RequestContext()
+            context.refusal = responder.refusal(
+                status: 400, detail: "The request target contains whitespace or a control character.")
+            // libmicrohttpd parses no parameter of it either.
+            if let mark = strchr(target, Int32(UInt8(ascii: "?"))) { (mark + 1).pointee = 0 }
+            return Unmanaged.passRetained(context).toOpaque()
+        }
         guard let mark = strchr(target, Int32(UInt8(ascii: "?"))) else {
             if endsBeforeVersion(target + strlen(target)) { return nil }
             // A NUL byte in the target hides the rest of it (and any query)
@@ -509,7 +516,7 @@ public final class HTTPDaemon: Sendable {
     /// request's framing, in one pass over libmicrohttpd's list.
     private func headerFields(_ connection: OpaquePointer, version: UnsafePointer<CChar>?) -> RequestHead {
         var head = RequestHead()
-        osv_begin_framing(&head.framing, version, Self.checksLineLayout ? 1 : 0)
+        osv_begin_framing(&head.framing, version, 1)
         withUnsafeMutablePointer(to: &head) { head in
             _ = MHD_get_connection_values_n(connection, .HEADER_KIND, collectValue, UnsafeMutableRawPointer(head))
         }
