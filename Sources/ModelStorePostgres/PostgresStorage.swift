@@ -144,9 +144,10 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     // MARK: - Migrations
 
     func migrate(_ files: [(name: String, sql: String)]) throws -> [String] {
-        // `NNNN_name.postgres.sql` stands in for `NNNN_name.sql` here.
+        // `NNNN_name.postgres.sql` stands in for `NNNN_name.sql` here;
+        // `NNNN_name.sqlite.sql` is SQLite's alone (migrations/README.md).
         var byName: [String: String] = [:]
-        for (name, sql) in files where !name.hasSuffix(".postgres.sql") { byName[name] = sql }
+        for (name, sql) in files where !name.hasSuffix(".postgres.sql") && !name.hasSuffix(".sqlite.sql") { byName[name] = sql }
         for (name, sql) in files where name.hasSuffix(".postgres.sql") {
             byName[String(name.dropLast(".postgres.sql".count)) + ".sql"] = sql
         }
