@@ -51,6 +51,7 @@ const page = {
   game: null,         // {id, cards: Map card id -> button, isOver}
   postsLayout: "roundRobin",
   postsRead: 0,       // numbers the reads of the posts, so a late answer is dropped
+  postImages: new Map(), // image URL -> "loaded" or "failed", as the browser found it
   wake: null,         // ends the current back-off wait early
 };
 
@@ -1010,12 +1011,24 @@ function drawPost(post) {
   tile.style.height = `${Math.min(POST_MAX_PX, Math.max(18, post.height * POST_SCALE))}px`;
   tile.title = post.imageURL;
   const label = `${post.height} · ${post.imageURL.replace(/^.*\//, "") || post.imageURL}`;
+  // The posts are drawn anew on every read: an image seen before is shown
+  // at once, and one that could not load is not asked for again.
+  const known = page.postImages.get(post.imageURL);
+  if (known === "failed") {
+    tile.dataset.image = "failed";
+    tile.textContent = label;
+    return tile;
+  }
   const image = document.createElement("img");
   image.alt = label;
   image.decoding = "async";
-  tile.dataset.image = "loading";
-  image.addEventListener("load", () => { tile.dataset.image = "loaded"; }, { once: true });
+  tile.dataset.image = known ?? "loading";
+  image.addEventListener("load", () => {
+    page.postImages.set(post.imageURL, "loaded");
+    tile.dataset.image = "loaded";
+  }, { once: true });
   image.addEventListener("error", () => {
+    page.postImages.set(post.imageURL, "failed");
     tile.dataset.image = "failed";
     tile.replaceChildren(label);
   }, { once: true });
