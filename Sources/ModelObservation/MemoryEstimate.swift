@@ -3,7 +3,7 @@
 /// read, a shape, a seq in an inbox, a change of the log), at O(1) for
 /// each, never by a walk. The sizes are those of the tables' entries at
 /// their usual load, with what each allocation costs beside them,
-/// measured against the server's resident memory (README, "Quotas").
+/// measured against the server's resident memory (docs/OPERATIONS.md, "Quotas").
 struct MemoryEstimate: Sendable {
     /// An observer that has read nothing: its entry in the observers'
     /// table, its id, its slot, its place in the expiry queue, its inbox.

@@ -3,7 +3,7 @@ import ArgumentParser
 import Models
 
 /// The quotas that keep one client, or all of them together, from taking
-/// more than the server can give (README, "Quotas"): each a flag and an
+/// more than the server can give (docs/OPERATIONS.md, "Quotas"): each a flag and an
 /// `OBSERVABLE_…` variable.
 struct QuotaOptions: ParsableArguments {
     @Option(name: .customLong("max-observers-per-client"), help: "Most observers one client (its token, else its address) may hold; more is 429 (env OBSERVABLE_MAX_OBSERVERS_PER_CLIENT; default 1000).")
