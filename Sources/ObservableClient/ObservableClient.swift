@@ -1,0 +1,457 @@
+import Foundation
+import JSON
+import Observation
+
+/// A connection to an observable-server: loads its models as `@Observable`
+/// objects and keeps them current, property by property, from one change feed.
+///
+/// ```swift
+/// let client = ObservableClient(baseURL: URL(string: "http://localhost:8080")!)
+/// let truck = try await client.truck()
+/// withObservationTracking { _ = truck.orderCount } onChange: { print("orderCount changed") }
+/// ```
+///
+/// The client holds one observer on the server. Every load is a `GET` with
+/// it, so the server tracks exactly what was loaded; one feed (an event
+/// stream, else long-polling) brings each transaction's changes, applied at
+/// once on the main actor. Each server element is one object for as long as
+/// the client lives. Call `close()` when done: the feed holds the client.
+@MainActor
+public final class ObservableClient: Observable {
+    /// How the client connects and pages; the defaults suit most apps.
+    public struct Configuration: Sendable {
+        /// How the feed reaches the client.
+        public var transport: Transport = .automatic
+        /// Orders per page of `truck.orders`, 1…1000.
+        public var ordersPageSize = 50
+        /// The observer's time to live on the server, in seconds (nil: the server's default, 600).
+        public var observerTTL: Int? = nil
+        /// A stream that sends nothing, not even a heartbeat, for this long is
+        /// reconnected. Keep it above the server's `--heartbeat` (15 s by default).
+        public var silenceTimeout: Duration = .seconds(45)
+        /// The shortest and the longest wait before reconnecting; the wait
+        /// doubles from one failure to the next, with jitter.
+        public var reconnectDelay: ClosedRange<Double> = 0.1...10
+        /// How long one long-poll waits on the server, in seconds.
+        public var longPollTimeout: Double = 25
+
+        public init() {}
+    }
+
+    /// How the feed reaches the client.
+    public enum Transport: Sendable, Equatable {
+        /// An event stream, else long-polling where a stream cannot open.
+        case automatic
+        /// Long-polling only.
+        case longPolling
+    }
+
+    /// Whether the client is in step with the server. Observable: a view can show it.
+    public enum ConnectionState: Sendable, Equatable {
+        /// Nothing loaded yet, so nothing to keep current.
+        case idle
+        /// Opening the feed for the first time.
+        case connecting
+        /// The feed is open; changes arrive as they are committed.
+        case live(FeedKind)
+        /// The feed broke; the client reconnects by itself and resumes where it
+        /// left off. `attempt` counts the failures in a row.
+        case reconnecting(attempt: Int, lastError: ObservableClientError?)
+        /// `close()` was called.
+        case closed
+    }
+
+    /// What carries the feed while it is live.
+    public enum FeedKind: Sendable, Equatable {
+        case stream, longPolling
+    }
+
+    /// Whether the client is in step with the server (observable).
+    public var connectionState: ConnectionState {
+        registrar.access(self, keyPath: \.connectionState)
+        return _connectionState
+    }
+
+    /// Changes applied from the feed since the client started (observable).
+    public var changesApplied: Int {
+        registrar.access(self, keyPath: \.changesApplied)
+        return _changesApplied
+    }
+
+    /// The server's address.
+    public nonisolated let baseURL: URL
+    public nonisolated let configuration: Configuration
+
+    var _connectionState = ConnectionState.idle
+    var _changesApplied = 0
+    let registrar = ObservationRegistrar()
+    let transport: HTTPTransport
+
+    // The observer and the feed.
+    var observerID: String?
+    var creatingObserver: Task<String, any Error>?
+    /// The observer was replaced: what the objects hold must be read again.
+    var needsReload = false
+    /// The cursor of the last feed answer applied: where the feed goes on.
+    var cursor: Int64 = 0
+    var feedTask: Task<Void, Never>?
+    var currentStream: EventStream?
+    var streamUnsupported = false
+    var failures = 0
+    var isClosed = false
+
+    // The objects: one per server element, by path.
+    var objects: [String: any RemoteObject] = [:]
+    /// How the values of a read now applied treat objects the client has already.
+    var readContext = ReadContext(applies: false, cursor: 0)
+    var loaded = LoadedResources()
+    var pendingRefreshes: [String: UInt16] = [:]
+    var refreshTask: Task<Void, Never>?
+
+    /// Whether a read's values replace those of objects already held: yes when
+    /// the read is newer than the feed (then changes up to its cursor are
+    /// skipped), or when the server did not track them (a new observer, a
+    /// narrowing, a field read again).
+    struct ReadContext {
+        var applies: Bool
+        var cursor: Int64
+    }
+
+    /// What was loaded, to read again with a new observer.
+    struct LoadedResources {
+        var truck = false, grid = false, account = false, jobs = false, games = false, posts = false
+        var elements: Set<String> = []
+    }
+
+    /// Makes a client for the server at `baseURL`. Nothing is sent until the
+    /// first load. `token` is the server's write token, if it has one.
+    public nonisolated init(baseURL: URL, token: String? = nil, configuration: Configuration = Configuration()) {
+        self.baseURL = baseURL
+        self.configuration = configuration
+        transport = HTTPTransport(baseURL: baseURL, token: token)
+    }
+
+    func setState(_ state: ConnectionState) {
+        guard state != _connectionState else { return }
+        registrar.withMutation(of: self, keyPath: \.connectionState) { _connectionState = state }
+    }
+
+    // MARK: Loading
+
+    /// Loads the truck: its name, menu, order count and newest page of orders
+    /// (`Configuration.ordersPageSize`), tracked from now on. Again, the same object.
+    public func truck() async throws -> Truck {
+        let answer = try await read("/truck?orders.limit=\(configuration.ordersPageSize)&orders.order=desc")
+        let truck = singleton(Truck.self, "/truck") { Truck(client: self) }
+        if truck.freshAt == 0 || context(of: answer, force: false).applies {
+            truck.nextOrders = answer.nextLink
+            truck.orderPages = 1
+        }
+        take(answer, into: truck)
+        loaded.truck = true
+        return truck
+    }
+
+    /// Loads the dot grid, tracked from now on.
+    public func grid() async throws -> Grid {
+        let answer = try await read("/grid")
+        let grid = singleton(Grid.self, "/grid") { Grid(client: self) }
+        take(answer, into: grid)
+        loaded.grid = true
+        return grid
+    }
+
+    /// Loads who is signed in, tracked from now on.
+    public func account() async throws -> Account {
+        let answer = try await read("/account")
+        let account = singleton(Account.self, "/account") { Account(client: self) }
+        take(answer, into: account)
+        loaded.account = true
+        return account
+    }
+
+    /// Loads every job, tracked from now on: new jobs join, cancelled ones leave.
+    public func jobs() async throws -> JobList {
+        let answer = try await read("/jobs")
+        let list = singleton(JobList.self, "/jobs") { JobList(client: self) }
+        take(answer, into: list)
+        loaded.jobs = true
+        return list
+    }
+
+    /// Loads every memory game, tracked from now on.
+    public func games() async throws -> GameList {
+        let answer = try await read("/games")
+        let list = singleton(GameList.self, "/games") { GameList(client: self) }
+        take(answer, into: list)
+        loaded.games = true
+        return list
+    }
+
+    /// Loads every post, tracked from now on.
+    public func posts() async throws -> PostList {
+        let answer = try await read("/posts")
+        let list = singleton(PostList.self, "/posts") { PostList(client: self) }
+        take(answer, into: list)
+        loaded.posts = true
+        return list
+    }
+
+    /// Loads one job, tracked from now on.
+    public func job(id: String) async throws -> Job {
+        try await loadElement(Job.self, id: id, parent: "/jobs")
+    }
+
+    /// Loads one memory game with its cards, tracked from now on.
+    public func game(id: String) async throws -> Game {
+        try await loadElement(Game.self, id: id, parent: "/games")
+    }
+
+    /// Loads one donut, tracked from now on; the same object as in `truck.donuts`.
+    public func donut(id: String) async throws -> Donut {
+        try await loadElement(Donut.self, id: id, parent: "/truck")
+    }
+
+    func loadElement<Object: Element>(_ type: Object.Type, id: String, parent: String) async throws -> Object {
+        let path = Object.path(id: id, parent: parent)
+        let answer = try await read(path)
+        guard let json = answer.json else { throw ObservableClientError.unreachable("\(path) answered no JSON") }
+        readContext = context(of: answer, force: false)
+        defer { readContext = ReadContext(applies: false, cursor: 0) }
+        let object = element(Object.self, json, parent: parent)
+        loaded.elements.insert(path)
+        return object
+    }
+
+    /// Loads one more page of orders into `truck`.
+    func loadOrdersPage(_ next: String, into truck: Truck) async throws {
+        let answer = try await read(next)
+        guard next == truck.nextOrders, let orders = answer.json?["orders"]?.arrayValue else { return }
+        readContext = ReadContext(applies: true, cursor: answer.cursor ?? 0)
+        defer { readContext = ReadContext(applies: false, cursor: 0) }
+        let known = Set(truck._orders.map(\.id))
+        let added = orders.filter { !known.contains($0.id ?? "") }.map { element(Order.self, $0, parent: "/truck") }
+        truck.update(\.orders, \._orders, truck._orders + added)
+        truck.nextOrders = answer.nextLink
+        truck.orderPages += 1
+    }
+
+    func context(of answer: HTTPAnswer, force: Bool) -> ReadContext {
+        let cursor = answer.cursor ?? 0
+        return ReadContext(applies: force || cursor > self.cursor, cursor: cursor)
+    }
+
+    /// The object at `path`, made the first time.
+    func singleton<Object: RemoteObject>(_ type: Object.Type, _ path: String, make: () -> Object) -> Object {
+        if let object = objects[path] as? Object { return object }
+        let object = make()
+        objects[path] = object
+        return object
+    }
+
+    /// Takes a read's values into `object`, when they are newer than what it holds.
+    func take(_ answer: HTTPAnswer, into object: some RemoteObject, force: Bool = false) {
+        guard let json = answer.json else { return }
+        let context = context(of: answer, force: force)
+        let isNew = object.freshAt == 0
+        guard context.applies || isNew else { return }
+        readContext = ReadContext(applies: true, cursor: context.cursor)
+        defer { readContext = ReadContext(applies: false, cursor: 0) }
+        object.load(json)
+        object.freshAt = max(object.freshAt, context.cursor, 1)
+    }
+
+    /// The object for an element's JSON: the one the client has for its id,
+    /// or a new one. A read that applies (`readContext`) updates one it has.
+    func element<Object: Element>(_ type: Object.Type, _ json: JSONValue, parent: String) -> Object {
+        let id = json.id ?? ""
+        let path = Object.path(id: id, parent: parent)
+        if let object = objects[path] as? Object {
+            if readContext.applies {
+                object.load(json)
+                object.freshAt = max(object.freshAt, readContext.cursor)
+                object.trackedMask = Object.allFields
+            }
+            return object
+        }
+        let object = Object(id: id, parent: parent, client: self)
+        object.load(json)
+        object.freshAt = readContext.cursor
+        objects[path] = object
+        return object
+    }
+
+    /// Drops a removed element (and what it holds) from the client's objects.
+    func forget(_ path: String) {
+        if let game = objects[path] as? Game {
+            for card in game._cards { objects[card.path] = nil }
+        }
+        objects[path] = nil
+        loaded.elements.remove(path)
+    }
+
+    /// The object a write answered made, read with the observer so it is
+    /// tracked: the same object the feed's insert will bring.
+    static func created<Object: Element>(_ client: ObservableClient?, _ type: Object.Type, _ json: JSONValue?, parent: String)
+        async throws -> Object
+    {
+        guard let client else { throw ObservableClientError.closed }
+        guard let id = json?.id else { throw ObservableClientError.unreachable("the answer named no id") }
+        return try await client.loadElement(Object.self, id: id, parent: parent)
+    }
+
+    // MARK: Reads with the observer
+
+    /// A `GET` with the observer. An observer the server no longer knows is
+    /// replaced, and the read made again with the new one.
+    func read(_ pathAndQuery: String) async throws -> HTTPAnswer {
+        for attempt in 0..<3 {
+            let observer = try await ensureObserver()
+            let answer = try await transport.send("GET", pathAndQuery, headers: ["Observer": observer])
+            if answer.status == 200 { return answer }
+            if answer.status == 404, attempt < 2, try await observerIsGone(observer) {
+                dropObserver(observer)
+                continue
+            }
+            throw ObservableClientError.from(status: answer.status, body: answer.body)
+        }
+        throw ObservableClientError.unreachable("the server kept refusing new observers")
+    }
+
+    func observerIsGone(_ observer: String) async throws -> Bool {
+        try await transport.send("GET", "/observer", headers: ["Observer": observer]).status == 404
+    }
+
+    /// Forgets an observer the server no longer knows; the next read or the
+    /// feed makes a new one and reads again what the objects hold.
+    func dropObserver(_ observer: String) {
+        guard observerID == observer else { return }
+        observerID = nil
+        needsReload = true
+        currentStream?.cancel()
+    }
+
+    /// The observer, made when there is none; after a replacement, what was
+    /// loaded is read again with the new one first.
+    func ensureObserver() async throws -> String {
+        if isClosed { throw ObservableClientError.closed }
+        let observer: String
+        if let observerID {
+            observer = observerID
+        } else if let creatingObserver {
+            observer = try await creatingObserver.value
+        } else {
+            let task = Task { try await self.createObserver() }
+            creatingObserver = task
+            defer { creatingObserver = nil }
+            observer = try await task.value
+        }
+        if needsReload {
+            needsReload = false
+            do {
+                try await reloadAll()
+            } catch {
+                needsReload = true
+                throw error
+            }
+        }
+        startFeed()
+        return observer
+    }
+
+    private func createObserver() async throws -> String {
+        let body: JSONValue? = configuration.observerTTL.map { ["ttlSeconds": .int(Int64($0))] }
+        let answer = try await transport.send("POST", "/observers", body: body)
+        guard answer.status == 201, let json = answer.json, let id = json.id, let cursor = json["cursor"]?.intValue else {
+            throw ObservableClientError.from(status: answer.status, body: answer.body)
+        }
+        observerID = id
+        self.cursor = cursor
+        // A new observer tracks nothing yet: every field is read again.
+        for object in objects.values { object.trackedMask = type(of: object).allFields }
+        return id
+    }
+
+    /// Reads again, with the (new) observer, everything the objects hold,
+    /// taking the values as they are now.
+    func reloadAll() async throws {
+        if loaded.truck, let truck = objects["/truck"] as? Truck {
+            let answer = try await read("/truck?orders.limit=\(configuration.ordersPageSize)&orders.order=desc")
+            guard let json = answer.json else { return }
+            var orders = json["orders"]?.arrayValue ?? []
+            var next = answer.nextLink
+            for _ in 1..<max(truck.orderPages, 1) {
+                guard let link = next else { break }
+                let page = try await read(link)
+                orders += page.json?["orders"]?.arrayValue ?? []
+                next = page.nextLink
+            }
+            readContext = ReadContext(applies: true, cursor: answer.cursor ?? 0)
+            truck.load(json)
+            truck.set("orders", .array(orders))
+            readContext = ReadContext(applies: false, cursor: 0)
+            truck.freshAt = answer.cursor ?? 0
+            truck.nextOrders = next
+        }
+        for (flag, path) in [(loaded.grid, "/grid"), (loaded.account, "/account"), (loaded.jobs, "/jobs"),
+                             (loaded.games, "/games"), (loaded.posts, "/posts")] where flag
+        {
+            if let object = objects[path] { take(try await read(path), into: object, force: true) }
+        }
+        for path in loaded.elements.sorted() {
+            guard let object = objects[path] else { continue }
+            let answer = try await read(path)
+            take(answer, into: object, force: true)
+        }
+    }
+
+    // MARK: Writes
+
+    /// Sends a write; its answer's JSON, or the typed error its status stands for.
+    @discardableResult
+    static func write(_ client: ObservableClient?, _ method: String, _ path: String, body: JSONValue? = nil,
+                      ifMatch: JSONValue? = nil) async throws -> JSONValue?
+    {
+        guard let client, !client.isClosed else { throw ObservableClientError.closed }
+        var headers: [String: String] = [:]
+        if let ifMatch { headers["If-Match"] = entityTag(of: JSONWriter.bytes(ifMatch)) }
+        let answer = try await client.transport.send(method, path, body: body, headers: headers)
+        guard (200..<300).contains(answer.status) else {
+            throw ObservableClientError.from(status: answer.status, body: answer.body)
+        }
+        return answer.json
+    }
+
+    /// The server's strong tag of a representation: FNV-1a (64 bits) of its
+    /// compact JSON, which the client writes exactly as the server does. So
+    /// `If-Match` names the version the object shows, not the last one read.
+    static func entityTag(of bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
+    }
+
+    // MARK: Closing
+
+    /// Stops the feed and deletes the observer on the server. The objects
+    /// keep their last values; loads and writes then throw `.closed`.
+    public func close() async {
+        guard !isClosed else { return }
+        isClosed = true
+        feedTask?.cancel()
+        currentStream?.cancel()
+        refreshTask?.cancel()
+        if let observerID {
+            _ = try? await transport.send("DELETE", "/observer", headers: ["Observer": observerID], timeout: 5)
+        }
+        await feedTask?.value
+        feedTask = nil
+        observerID = nil
+        transport.invalidate()
+        setState(.closed)
+    }
+}
