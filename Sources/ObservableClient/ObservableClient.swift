@@ -143,7 +143,7 @@ public final class ObservableClient: Observable {
     public func truck() async throws -> Truck {
         let answer = try await read("/truck?orders.limit=\(configuration.ordersPageSize)&orders.order=desc")
         let truck = singleton(Truck.self, "/truck") { Truck(client: self) }
-        if truck.freshAt == 0 || context(of: answer, force: false).applies {
+        if truck.freshAt < 0 || context(of: answer, force: false).applies {
             truck.nextOrders = answer.nextLink
             truck.orderPages = 1
         }
@@ -253,12 +253,12 @@ public final class ObservableClient: Observable {
     func take(_ answer: HTTPAnswer, into object: some RemoteObject, force: Bool = false) {
         guard let json = answer.json else { return }
         let context = context(of: answer, force: force)
-        let isNew = object.freshAt == 0
+        let isNew = object.freshAt < 0
         guard context.applies || isNew else { return }
         readContext = ReadContext(applies: true, cursor: context.cursor)
         defer { readContext = ReadContext(applies: false, cursor: 0) }
         object.load(json)
-        object.freshAt = max(object.freshAt, context.cursor, 1)
+        object.freshAt = max(object.freshAt, context.cursor)
     }
 
     /// The object for an element's JSON: the one the client has for its id,

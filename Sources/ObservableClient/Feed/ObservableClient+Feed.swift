@@ -145,6 +145,7 @@ extension ObservableClient {
     /// Applies a feed answer, every transaction in it, in one go on the main
     /// actor: an observer of the objects never sees part of a transaction.
     func apply(_ answer: FeedAnswer) {
+        if debugFeed { print("feed:", answer.cursor, answer.changes.map { "\($0.seq) \($0.operation) \($0.path)" }) }
         var repairs: [(path: String, elements: [JSONValue])] = []
         var repaired = false
         for change in answer.changes {
@@ -198,3 +199,5 @@ extension ObservableClient {
         return (object, String(path[path.index(after: slash)...]))
     }
 }
+
+let debugFeed = ProcessInfo.processInfo.environment["OBSERVABLE_CLIENT_DEBUG"] != nil

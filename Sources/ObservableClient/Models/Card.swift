@@ -18,7 +18,7 @@ public final class Card: Element, Identifiable {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = Card.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["content", "isFaceUp", "isMatched"]
 
     init(id: String, parent: String, client: ObservableClient) {

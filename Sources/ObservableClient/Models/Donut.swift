@@ -23,7 +23,7 @@ public final class Donut: Element, Identifiable {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = Donut.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["name", "dough", "glaze", "topping"]
 
     init(id: String, parent: String, client: ObservableClient) {

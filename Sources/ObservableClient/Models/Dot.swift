@@ -16,7 +16,7 @@ public final class Dot: Element, Identifiable {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = Dot.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["isTapAnimated", "isRandomAnimated"]
 
     init(id: String, parent: String, client: ObservableClient) {

@@ -17,7 +17,7 @@ public final class Game: Element, Identifiable {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = Game.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["cards", "isOver"]
 
     init(id: String, parent: String, client: ObservableClient) {

@@ -12,7 +12,7 @@ public final class GameList: CollectionOwner {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = GameList.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["games"]
 
     init(client: ObservableClient) {

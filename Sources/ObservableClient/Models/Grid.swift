@@ -12,7 +12,7 @@ public final class Grid: RemoteObject {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = Grid.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["rows"]
 
     init(client: ObservableClient) {

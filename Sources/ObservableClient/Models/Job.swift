@@ -20,7 +20,7 @@ public final class Job: Element, Identifiable {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = Job.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["progress", "isComplete"]
 
     init(id: String, parent: String, client: ObservableClient) {

@@ -12,7 +12,7 @@ public final class JobList: CollectionOwner {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = JobList.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["jobs"]
 
     init(client: ObservableClient) {

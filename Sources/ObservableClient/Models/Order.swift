@@ -17,7 +17,7 @@ public final class Order: Element, Identifiable {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = Order.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["donutId", "quantity"]
 
     init(id: String, parent: String, client: ObservableClient) {

@@ -16,7 +16,7 @@ public final class Post: Element, Identifiable {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = Post.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["imageURL", "height"]
 
     init(id: String, parent: String, client: ObservableClient) {

@@ -30,7 +30,7 @@ public final class Truck: CollectionOwner {
     let registrar = ObservationRegistrar()
     weak var client: ObservableClient?
     var readMask: UInt16 = 0, trackedMask: UInt16 = Truck.allFields
-    var freshAt: Int64 = 0
+    var freshAt: Int64 = -1
     static let fields = ["name", "donuts", "orders", "orderCount"]
 
     init(client: ObservableClient) {
