@@ -119,6 +119,18 @@ final class Deployment {
         clientServer = try ServerInstance(database: database, port: clientPort, folder: folder, arguments: arguments)
     }
 
+    /// Whether the database still holds the observer `id`; asked without
+    /// using it (a read of it would keep it alive).
+    func observerExists(_ id: String) -> Bool {
+        if engine == .postgres {
+            let result = try? TestPostgres.psql(database, "SELECT count(*) FROM observers WHERE id = '\(id)'")
+            return result?.output.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
+        }
+        // The only observer of the server the writers use.
+        let metrics = String(decoding: Raw.send("GET", port: writerPort, "/metrics").body, as: UTF8.self)
+        return !metrics.contains("\nobservable_observers 0\n")
+    }
+
     func stopAll() {
         for server in [clientServer, writerServer, awayServer] { server?.stop(signal: SIGKILL) }
         clientServer = nil
