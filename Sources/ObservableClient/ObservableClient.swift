@@ -274,7 +274,7 @@ public final class ObservableClient: Observable {
             }
             return object
         }
-        let object = Object(id: id, parent: parent, client: self)
+        let object = Object(id: id, path: path, client: self)
         object.load(json)
         object.freshAt = readContext.cursor
         objects[path] = object

@@ -147,4 +147,31 @@ struct FaultTests {
         try await eventually { truck.orderCount == 1 && truck.orders.count == 1 }
         await client.close()
     }
+
+    /// A stream that goes silent (its server frozen with SIGSTOP: the
+    /// connection stays open, nothing arrives, not even heartbeats) is
+    /// given up and reconnected; the client resumes once the server answers.
+    @Test(arguments: Engine.allCases)
+    func aSilentStreamIsReconnected(engine: Engine) async throws {
+        let deployment = try Deployment(engine, arguments: ["--heartbeat", "1"])
+        defer { deployment.stopAll() }
+        var configuration = ObservableClient.Configuration.quick
+        configuration.silenceTimeout = .seconds(3)
+        let client = ObservableClient(baseURL: deployment.clientURL, configuration: configuration)
+        let truck = try await client.truck()
+        try await eventually { client.connectionState == .live(.stream) }
+        // Heartbeats keep a quiet stream open past the silence timeout.
+        try await holds(for: 4, "the quiet stream stays live") { client.connectionState == .live(.stream) }
+
+        deployment.signalClientServer(SIGSTOP)
+        try await eventually("the watchdog gives the stream up") {
+            if case .reconnecting = client.connectionState { return true }
+            return false
+        }
+        deployment.signalClientServer(SIGCONT)
+        #expect(Raw.send("POST", port: deployment.writerPort, "/truck/orders", Seed.order).status == 201)
+        try await eventually { truck.orderCount == 1 && client.connectionState == .live(.stream) }
+        #expect(truck.orders.count == 1)
+        await client.close()
+    }
 }

@@ -19,9 +19,9 @@ public final class Dot: Element, Identifiable {
     var freshAt: Int64 = -1
     static let fields = ["isTapAnimated", "isRandomAnimated"]
 
-    init(id: String, parent: String, client: ObservableClient) {
+    init(id: String, path: String, client: ObservableClient) {
         self.id = id
-        path = Self.path(id: id, parent: parent)
+        self.path = path
         self.client = client
     }
 

@@ -4,7 +4,7 @@ import JSON
 /// the element's JSON the first time the client sees its id.
 @MainActor
 protocol Element: RemoteObject {
-    init(id: String, parent: String, client: ObservableClient)
+    init(id: String, path: String, client: ObservableClient)
     /// The element's path, from its id and the path of what holds it.
     static func path(id: String, parent: String) -> String
 }

@@ -23,9 +23,9 @@ public final class Job: Element, Identifiable {
     var freshAt: Int64 = -1
     static let fields = ["progress", "isComplete"]
 
-    init(id: String, parent: String, client: ObservableClient) {
+    init(id: String, path: String, client: ObservableClient) {
         self.id = id
-        path = Self.path(id: id, parent: parent)
+        self.path = path
         self.client = client
     }
 

@@ -20,9 +20,9 @@ public final class Order: Element, Identifiable {
     var freshAt: Int64 = -1
     static let fields = ["donutId", "quantity"]
 
-    init(id: String, parent: String, client: ObservableClient) {
+    init(id: String, path: String, client: ObservableClient) {
         self.id = id
-        path = Self.path(id: id, parent: parent)
+        self.path = path
         self.client = client
     }
 

@@ -102,6 +102,11 @@ final class Deployment {
         clientServer = try ServerInstance(database: database, port: clientPort, folder: folder, arguments: arguments)
     }
 
+    /// Sends `signal` to the client's server, leaving it be (SIGSTOP, SIGCONT).
+    func signalClientServer(_ signal: Int32) {
+        if let process = clientServer?.process { kill(process.processIdentifier, signal) }
+    }
+
     /// Takes the client's server away: stopped on its port, the database
     /// still served to other writers (on SQLite, by a server on another port).
     func takeClientServerAway() throws {

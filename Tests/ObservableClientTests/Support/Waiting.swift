@@ -19,6 +19,22 @@ func eventually(timeout: Double = 30, sourceLocation: SourceLocation = #_sourceL
     }
 }
 
+/// Checks, for `duration` seconds, that `condition` keeps holding: fails
+/// the moment it does not.
+@MainActor
+func holds(for duration: Double, sourceLocation: SourceLocation = #_sourceLocation,
+           _ what: String = "", _ condition: @MainActor () -> Bool) async throws
+{
+    let end = Date().addingTimeInterval(duration)
+    while Date() < end {
+        guard condition() else {
+            Issue.record("stopped holding: \(what)", sourceLocation: sourceLocation)
+            throw CancellationError()
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
 /// Counts the invalidations `withObservationTracking` reports for what
 /// `read` reads, tracking again after each.
 @MainActor
