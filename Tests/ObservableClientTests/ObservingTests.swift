@@ -186,6 +186,15 @@ struct ObservingTests {
         #expect(orderCount.count == 1)
         // The order brought one change: its count. Not the rename, not the insert.
         #expect(client.changesApplied == applied + 1)
+
+        // Read again after narrowing, a property is brought up to date and tracked again.
+        let glazed = try #require(truck._donuts.first { $0.id == Seed.glazed })
+        #expect(glazed.name == "Glazed")
+        try await eventually("the name is read again") { glazed.name == "Renamed" }
+        let names = Invalidations { _ = glazed.name }
+        #expect(Raw.send("PATCH", port: deployment.writerPort, "/truck/donuts/\(Seed.glazed)", #"{"name": "Renamed again"}"#).status == 200)
+        try await eventually { glazed.name == "Renamed again" }
+        #expect(names.count == 1)
         await client.close()
     }
 }
