@@ -52,6 +52,31 @@ struct ObservingTests {
         await client.close()
     }
 
+    /// A tap is two transactions (the flag up, then down): a stream shows
+    /// both to code that tracks again after each, and the dots beside it
+    /// hear nothing.
+    @Test(arguments: Engine.allCases)
+    func aTapIsTwoInvalidationsOfThatDotOnly(engine: Engine) async throws {
+        let deployment = try Deployment(engine)
+        defer { deployment.stopAll() }
+        let client = ObservableClient(baseURL: deployment.clientURL, configuration: .quick)
+        let grid = try await client.grid()
+        let row = try #require(grid.rows.first)
+        let tapped = Invalidations { _ = row[0].isTapAnimated }
+        let neighbour = Invalidations { _ = row[1].isTapAnimated; _ = row[1].isRandomAnimated }
+        let rows = Invalidations { _ = grid.rows }
+        try await eventually { client.connectionState == .live(.stream) }
+        let applied = client.changesApplied
+
+        #expect(Raw.send("POST", port: deployment.writerPort, "/grid/dots/\(row[0].id)/tap").status == 200)
+        try await eventually("both changes arrive") { client.changesApplied == applied + 2 }
+        try await eventually { tapped.count == 2 }
+        #expect(!row[0].isTapAnimated)
+        #expect(neighbour.count == 0)
+        #expect(rows.count == 0)
+        await client.close()
+    }
+
     /// A donut's tracked name fires for that donut only.
     @Test(arguments: Engine.allCases)
     func aDonutsNameFiresForThatDonutOnly(engine: Engine) async throws {

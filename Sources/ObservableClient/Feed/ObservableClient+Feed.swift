@@ -97,6 +97,9 @@ extension ObservableClient {
                 }
             case .changes(let answer):
                 apply(answer)
+                // Let what the transaction woke run (a Task that tracks
+                // again, a redraw) before the next transaction lands.
+                await Task.yield()
             case .gone:
                 throw FeedRestart.observerGone
             }
