@@ -400,8 +400,12 @@ public final class ObservableClient: Observable {
         }
         for path in loaded.elements.sorted() {
             guard let object = objects[path] else { continue }
-            let answer = try await read(path)
-            take(answer, into: object, force: true)
+            do {
+                take(try await read(path), into: object, force: true)
+            } catch ObservableClientError.notFound {
+                // Gone meanwhile: its list, read above, no longer holds it.
+                loaded.elements.remove(path)
+            }
         }
     }
 

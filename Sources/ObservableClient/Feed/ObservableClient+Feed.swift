@@ -148,20 +148,18 @@ extension ObservableClient {
     /// Applies a feed answer, every transaction in it, in one go on the main
     /// actor: an observer of the objects never sees part of a transaction.
     func apply(_ answer: FeedAnswer) {
-        if debugFeed { print("feed:", answer.cursor, answer.changes.map { "\($0.seq) \($0.operation) \($0.path)" }) }
         var repairs: [(path: String, elements: [JSONValue])] = []
         var repaired = false
         for change in answer.changes {
             guard let (target, field) = target(of: change.path) else { continue }
             if change.operation == .repair {
                 repaired = true
-                if let owner = target as? any CollectionOwner, case .array(let elements) = change.new {
+                if target is any CollectionOwner, case .array(let elements) = change.new {
                     if let index = repairs.firstIndex(where: { $0.path == change.path }) {
                         repairs[index].elements += elements
                     } else {
                         repairs.append((change.path, elements))
                     }
-                    _ = owner
                     continue
                 }
                 readContext = ReadContext(applies: true, cursor: change.seq)
@@ -202,5 +200,3 @@ extension ObservableClient {
         return (object, String(path[path.index(after: slash)...]))
     }
 }
-
-let debugFeed = ProcessInfo.processInfo.environment["OBSERVABLE_CLIENT_DEBUG"] != nil

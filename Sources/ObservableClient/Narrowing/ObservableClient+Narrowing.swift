@@ -31,8 +31,11 @@ extension ObservableClient {
             throw ObservableClientError.from(status: answer.status, body: answer.body)
         }
         for (query, object) in registrations(masks) {
-            let answer = try await read(query)
-            take(answer, into: object, force: true)
+            do {
+                take(try await read(query), into: object, force: true)
+            } catch ObservableClientError.notFound {
+                continue  // removed meanwhile; the feed brings or brought its removal
+            }
         }
     }
 
@@ -84,10 +87,6 @@ extension ObservableClient {
             covered.insert(list.path)
         }
         if let list = objects["/games"] as? GameList, mask(list) != 0 {
-            // A card read needs its game's cards.
-            for game in list._games where game._cards.contains(where: { mask($0) != 0 }) {
-                _ = game
-            }
             reads.append(("/games?" + fields(list._games).0, list))
             list.trackedMask = GameList.allFields
             covered.insert(list.path)
