@@ -170,31 +170,71 @@ public final class ObservableClient: Observable {
         return account
     }
 
-    /// Loads every job, tracked from now on: new jobs join, cancelled ones leave.
-    public func jobs() async throws -> JobList {
-        let answer = try await read("/jobs")
-        let list = singleton(JobList.self, "/jobs") { JobList(client: self) }
+    /// Loads every job, tracked from now on: new ones join, deleted ones leave.
+    /// With `pageSize`, only the newest page of them, newest first, and
+    /// older pages with `loadMore()`. The first load decides which.
+    public func jobs(pageSize: Int? = nil) async throws -> JobList {
+        try await loadList(JobList.self, "/jobs", pageSize: pageSize) { JobList(client: self) }
+    }
+
+    /// Loads every memory game, tracked from now on: new ones join, deleted ones leave.
+    /// With `pageSize`, only the newest page of them, newest first, and
+    /// older pages with `loadMore()`. The first load decides which.
+    public func games(pageSize: Int? = nil) async throws -> GameList {
+        try await loadList(GameList.self, "/games", pageSize: pageSize) { GameList(client: self) }
+    }
+
+    /// Loads every post, tracked from now on: new ones join, deleted ones leave.
+    /// With `pageSize`, only the newest page of them, newest first, and
+    /// older pages with `loadMore()`. The first load decides which.
+    public func posts(pageSize: Int? = nil) async throws -> PostList {
+        try await loadList(PostList.self, "/posts", pageSize: pageSize) { PostList(client: self) }
+    }
+
+    func loadList<List: PagedList>(_ type: List.Type, _ path: String, pageSize: Int?, make: () -> List) async throws -> List {
+        let existing = objects[path] as? List
+        let size = existing == nil ? pageSize.map { min(max($0, 1), 1000) } : existing?.pageSize
+        let query = size.map { "\(path)?limit=\($0)&order=desc" } ?? path
+        let answer = try await read(query)
+        let list = singleton(List.self, path, make: make)
+        if list.freshAt < 0 || context(of: answer, force: false).applies {
+            list.pageSize = size
+            list.nextPage = size == nil ? nil : answer.nextLink
+            list.pages = 1
+        }
         take(answer, into: list)
-        loaded.jobs = true
+        switch path {
+        case "/jobs": loaded.jobs = true
+        case "/games": loaded.games = true
+        default: loaded.posts = true
+        }
         return list
     }
 
-    /// Loads every memory game, tracked from now on.
-    public func games() async throws -> GameList {
-        let answer = try await read("/games")
-        let list = singleton(GameList.self, "/games") { GameList(client: self) }
-        take(answer, into: list)
-        loaded.games = true
-        return list
+    /// Loads one more page into a list loaded a page at a time.
+    func loadPage(_ next: String, into list: some PagedList) async throws {
+        let answer = try await read(next)
+        guard next == list.nextPage, let elements = answer.json?[type(of: list).fields[0]]?.arrayValue else { return }
+        readContext = ReadContext(applies: true, cursor: answer.cursor ?? 0)
+        defer { readContext = ReadContext(applies: false, cursor: 0) }
+        list.append(page: elements)
+        list.nextPage = answer.nextLink
+        list.pages += 1
     }
 
-    /// Loads every post, tracked from now on.
-    public func posts() async throws -> PostList {
-        let answer = try await read("/posts")
-        let list = singleton(PostList.self, "/posts") { PostList(client: self) }
-        take(answer, into: list)
-        loaded.posts = true
-        return list
+    /// Reads `first` and the `pages - 1` pages after it: their elements
+    /// under `key`, the last `Link`, and the first answer.
+    func readPages(_ first: String, pages: Int, key: String) async throws -> (elements: [JSONValue], next: String?, first: HTTPAnswer) {
+        let answer = try await read(first)
+        var elements = answer.json?[key]?.arrayValue ?? []
+        var next = answer.nextLink
+        for _ in 1..<max(pages, 1) {
+            guard let link = next else { break }
+            let page = try await read(link)
+            elements += page.json?[key]?.arrayValue ?? []
+            next = page.nextLink
+        }
+        return (elements, next, answer)
     }
 
     /// Loads one job, tracked from now on.
@@ -376,16 +416,9 @@ public final class ObservableClient: Observable {
     /// taking the values as they are now.
     func reloadAll() async throws {
         if loaded.truck, let truck = objects["/truck"] as? Truck {
-            let answer = try await read("/truck?orders.limit=\(configuration.ordersPageSize)&orders.order=desc")
+            let (orders, next, answer) = try await readPages(
+                "/truck?orders.limit=\(configuration.ordersPageSize)&orders.order=desc", pages: truck.orderPages, key: "orders")
             guard let json = answer.json else { return }
-            var orders = json["orders"]?.arrayValue ?? []
-            var next = answer.nextLink
-            for _ in 1..<max(truck.orderPages, 1) {
-                guard let link = next else { break }
-                let page = try await read(link)
-                orders += page.json?["orders"]?.arrayValue ?? []
-                next = page.nextLink
-            }
             readContext = ReadContext(applies: true, cursor: answer.cursor ?? 0)
             truck.load(json)
             truck.set("orders", .array(orders))
@@ -393,10 +426,11 @@ public final class ObservableClient: Observable {
             truck.freshAt = answer.cursor ?? 0
             truck.nextOrders = next
         }
-        for (flag, path) in [(loaded.grid, "/grid"), (loaded.account, "/account"), (loaded.jobs, "/jobs"),
-                             (loaded.games, "/games"), (loaded.posts, "/posts")] where flag
-        {
+        for (flag, path) in [(loaded.grid, "/grid"), (loaded.account, "/account")] where flag {
             if let object = objects[path] { take(try await read(path), into: object, force: true) }
+        }
+        for case let list as any PagedList in [objects["/jobs"], objects["/games"], objects["/posts"]] {
+            try await reload(list)
         }
         for path in loaded.elements.sorted() {
             guard let object = objects[path] else { continue }
@@ -407,6 +441,16 @@ public final class ObservableClient: Observable {
                 loaded.elements.remove(path)
             }
         }
+    }
+
+    private func reload(_ list: some PagedList) async throws {
+        let key = type(of: list).fields[0]
+        let (elements, next, answer) = try await readPages(list.firstPageQuery(), pages: list.pages, key: key)
+        readContext = ReadContext(applies: true, cursor: answer.cursor ?? 0)
+        list.set(key, .array(elements))
+        readContext = ReadContext(applies: false, cursor: 0)
+        list.freshAt = max(list.freshAt, answer.cursor ?? 0)
+        if list.pageSize != nil { list.nextPage = next }
     }
 
     // MARK: Writes

@@ -152,6 +152,51 @@ struct ObservingTests {
         await client.close()
     }
 
+    /// A big collection is loaded a page at a time, newest first: the first
+    /// page hears new elements, every loaded page its removals, and older
+    /// pages come on demand; the truck's orders likewise.
+    @Test(arguments: Engine.allCases)
+    func pagesLoadOnDemandAndFollowTheirWindows(engine: Engine) async throws {
+        let deployment = try Deployment(engine)
+        defer { deployment.stopAll() }
+        var ids: [String] = []
+        for height in 1...5 {
+            let made = Raw.send("POST", port: deployment.writerPort, "/posts", #"{"imageURL": "https://images.example/\#(height).jpg", "height": \#(height)}"#)
+            ids.append(try #require(made.json["id"] as? String))
+        }
+        var configuration = ObservableClient.Configuration.quick
+        configuration.ordersPageSize = 2
+        let client = ObservableClient(baseURL: deployment.clientURL, configuration: configuration)
+        let posts = try await client.posts(pageSize: 2)
+        #expect(posts.posts.map(\.id) == [ids[4], ids[3]])
+        #expect(posts.hasMore)
+        let newest = posts.posts[0]
+        try await posts.loadMore()
+        #expect(posts.posts.map(\.id) == [ids[4], ids[3], ids[2], ids[1]])
+        #expect(posts.posts[0] === newest)
+
+        let made = Raw.send("POST", port: deployment.writerPort, "/posts", #"{"imageURL": "https://images.example/6.jpg", "height": 6}"#)
+        let sixth = try #require(made.json["id"] as? String)
+        #expect(Raw.send("DELETE", port: deployment.writerPort, "/posts/\(ids[2])").status == 204)
+        try await eventually("the insert and the remove arrive") {
+            posts.posts.map(\.id) == [sixth, ids[4], ids[3], ids[1]]
+        }
+        try await posts.loadMore()
+        #expect(posts.posts.map(\.id) == [sixth, ids[4], ids[3], ids[1], ids[0]])
+        #expect(!posts.hasMore)
+        #expect(posts.posts[1] === newest && posts.posts[4].height == 1)
+
+        // Orders: the newest page of the truck, then older ones.
+        for _ in 0..<5 { #expect(Raw.send("POST", port: deployment.writerPort, "/truck/orders", Seed.order).status == 201) }
+        let truck = try await client.truck()
+        #expect(truck.orders.count == 2 && truck.orderCount == 5 && truck.hasMoreOrders)
+        try await truck.loadMoreOrders()
+        try await truck.loadMoreOrders()
+        #expect(truck.orders.count == 5 && !truck.hasMoreOrders)
+        #expect(truck.orders.map(\.id) == truck.orders.map(\.id).sorted(by: >))
+        await client.close()
+    }
+
     /// A write against a version the object has not caught up with fails
     /// with a typed conflict; the other client's change then arrives once.
     @Test(arguments: Engine.allCases)

@@ -77,17 +77,17 @@ extension ObservableClient {
             covered.insert(grid.path)
         }
         if let list = objects["/jobs"] as? JobList, mask(list) != 0 {
-            reads.append(("/jobs?" + fields(list._jobs).0, list))
+            reads.append((list.firstPageQuery(fields: fields(list._jobs).0, covering: list._jobs.count), list))
             list.trackedMask = JobList.allFields
             covered.insert(list.path)
         }
         if let list = objects["/posts"] as? PostList, mask(list) != 0 {
-            reads.append(("/posts?" + fields(list._posts).0, list))
+            reads.append((list.firstPageQuery(fields: fields(list._posts).0, covering: list._posts.count), list))
             list.trackedMask = PostList.allFields
             covered.insert(list.path)
         }
         if let list = objects["/games"] as? GameList, mask(list) != 0 {
-            reads.append(("/games?" + fields(list._games).0, list))
+            reads.append((list.firstPageQuery(fields: fields(list._games).0, covering: list._games.count), list))
             list.trackedMask = GameList.allFields
             covered.insert(list.path)
         }
@@ -129,7 +129,13 @@ extension ObservableClient {
                 query += "&orders.limit=\(min(max(truck._orders.count, configuration.ordersPageSize), 1000))&orders.order=desc"
             }
             return query
-        case is Grid, is JobList, is GameList, is PostList:
+        case let list as JobList:
+            return list.firstPageQuery(covering: list._jobs.count)
+        case let list as GameList:
+            return list.firstPageQuery(covering: list._games.count)
+        case let list as PostList:
+            return list.firstPageQuery(covering: list._posts.count)
+        case is Grid:
             return object.path
         default:
             return object.path + "?fields=" + names(type(of: object).fields, bits, orId: false)
