@@ -59,6 +59,16 @@ struct WritesTests {
         try await game.delete()
         try await eventually { games.games.isEmpty }
 
+        // A dot's flag, set with If-Match from what the dot shows.
+        let grid = try await client.grid()
+        let dot = try #require(grid.rows.last?.last)
+        let random = Invalidations { _ = dot.isRandomAnimated }
+        try await dot.setRandomAnimated(true)
+        try await eventually { dot.isRandomAnimated }
+        try await dot.setRandomAnimated(false)
+        try await eventually { !dot.isRandomAnimated }
+        #expect(random.count == 2)
+
         // Posts.
         let posts = try await client.posts()
         let post = try await posts.add(imageURL: "https://images.example/a.jpg", height: 120.5)
