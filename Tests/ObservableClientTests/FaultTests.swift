@@ -174,4 +174,23 @@ struct FaultTests {
         #expect(truck.orders.count == 1)
         await client.close()
     }
+
+    /// A client whose stream is refused (the server's streams per client
+    /// are used up by another client at the same address) long-polls
+    /// instead, and misses nothing.
+    @Test func aRefusedStreamFallsBackToLongPolling() async throws {
+        let deployment = try Deployment(.sqlite, arguments: ["--max-streams-per-client", "1"])
+        defer { deployment.stopAll() }
+        let streaming = ObservableClient(baseURL: deployment.clientURL, configuration: .quick)
+        let first = try await streaming.truck()
+        try await eventually { streaming.connectionState == .live(.stream) }
+        let polling = ObservableClient(baseURL: deployment.clientURL, configuration: .quick)
+        let second = try await polling.truck()
+        try await eventually("the second client polls") { polling.connectionState == .live(.longPolling) }
+        #expect(Raw.send("POST", port: deployment.writerPort, "/truck/orders", Seed.order).status == 201)
+        try await eventually { first.orderCount == 1 && second.orderCount == 1 }
+        #expect(streaming.connectionState == .live(.stream))
+        await polling.close()
+        await streaming.close()
+    }
 }

@@ -108,8 +108,10 @@ extension ObservableClient {
 
     /// Long-polls until a poll fails.
     func runPolls(_ observer: String) async throws {
-        let timeout = configuration.longPollTimeout
+        // The first poll answers at once, so the client knows it is in step.
+        var timeout = 0.0
         while !isClosed {
+            defer { timeout = configuration.longPollTimeout }
             let answer = try await transport.send(
                 "GET", "/observer/changes?repair=true&limit=1000&since=\(cursor)&timeout=\(timeout)",
                 headers: ["Observer": observer], timeout: timeout + 15)
@@ -133,7 +135,9 @@ extension ObservableClient {
             // A cursor the server cannot take (ahead of its log, after its
             // database was replaced): start over with a new observer.
             throw FeedRestart.observerGone
-        case 200, 406, 415:
+        case 200, 406, 415, 429:
+            // Not a stream, or no stream for this client (its streams are
+            // used up): long-polling still works.
             guard streamRequest else { fallthrough }
             throw FeedRestart.streamUnsupported
         default:
