@@ -117,9 +117,10 @@ public final class ObservableClient: Observable {
         var cursor: Int64
     }
 
-    /// What was loaded, to read again with a new observer.
+    /// What was loaded, to read again with a new observer (besides the
+    /// lists, which are read again when the client has them).
     struct LoadedResources {
-        var truck = false, grid = false, account = false, jobs = false, games = false, posts = false
+        var truck = false, grid = false, account = false
         var elements: Set<String> = []
     }
 
@@ -203,11 +204,6 @@ public final class ObservableClient: Observable {
             list.pages = 1
         }
         take(answer, into: list)
-        switch path {
-        case "/jobs": loaded.jobs = true
-        case "/games": loaded.games = true
-        default: loaded.posts = true
-        }
         return list
     }
 

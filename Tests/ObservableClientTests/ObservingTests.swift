@@ -267,4 +267,35 @@ struct ObservingTests {
         #expect(names.count == 1)
         await client.close()
     }
+
+    /// Narrowing counts what was read since the last narrowing: after the
+    /// grid was walked once to find a dot, a second narrowing keeps only
+    /// that dot's flag; taps of other dots no longer reach the client.
+    @Test(arguments: Engine.allCases)
+    func narrowingKeepsWhatWasReadSinceTheLastNarrowing(engine: Engine) async throws {
+        let deployment = try Deployment(engine)
+        defer { deployment.stopAll() }
+        let client = ObservableClient(baseURL: deployment.clientURL, configuration: .quick)
+        let grid = try await client.grid()
+        let dot = try #require(grid.rows.last?.last)
+        let other = try #require(grid.rows.first?.first)
+        try await client.narrow()
+        let observer = try #require(client.observerID)
+        var reads = Raw.send("GET", port: deployment.writerPort, "/observer", headers: ["Observer": observer]).json["reads"] as? [String]
+        // The walk read the rows (so every dot's membership), and no flag.
+        #expect(reads?.contains("/grid/rows") == true)
+        #expect(reads?.contains { $0.hasSuffix("/isTapAnimated") } == false)
+
+        let taps = Invalidations { _ = dot.isTapAnimated }
+        try await client.narrow()
+        reads = Raw.send("GET", port: deployment.writerPort, "/observer", headers: ["Observer": observer]).json["reads"] as? [String]
+        #expect(reads == ["/grid/dots/\(dot.id)/isTapAnimated"])
+
+        let applied = client.changesApplied
+        #expect(Raw.send("POST", port: deployment.writerPort, "/grid/dots/\(other.id)/tap").status == 200)
+        #expect(Raw.send("POST", port: deployment.writerPort, "/grid/dots/\(dot.id)/tap").status == 200)
+        try await eventually { client.changesApplied == applied + 2 }
+        try await eventually { taps.count == 2 }
+        await client.close()
+    }
 }
