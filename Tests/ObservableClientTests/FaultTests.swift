@@ -156,12 +156,12 @@ struct FaultTests {
         let deployment = try Deployment(engine, arguments: ["--heartbeat", "1"])
         defer { deployment.stopAll() }
         var configuration = ObservableClient.Configuration.quick
-        configuration.silenceTimeout = .seconds(3)
+        configuration.silenceTimeout = .seconds(5)
         let client = ObservableClient(baseURL: deployment.clientURL, configuration: configuration)
         let truck = try await client.truck()
         try await eventually { client.connectionState == .live(.stream) }
         // Heartbeats keep a quiet stream open past the silence timeout.
-        try await holds(for: 4, "the quiet stream stays live") { client.connectionState == .live(.stream) }
+        try await holds(for: 6, "the quiet stream stays live") { client.connectionState == .live(.stream) }
 
         deployment.signalClientServer(SIGSTOP)
         try await eventually("the watchdog gives the stream up") {
