@@ -43,7 +43,7 @@ def wait_up(port, process, seconds=20):
 
 # The quotas of one address on a trusted network, raised for benchmarks
 # that make tens of thousands of observers or streams from 127.0.0.1
-# (README, "Quotas"). Given in the environment, which a build from before
+# (docs/OPERATIONS.md, "Quotas"). Given in the environment, which a build from before
 # the quotas ignores: bench/ compares builds. What the caller's own
 # environment says wins.
 TRUSTED_QUOTAS = {

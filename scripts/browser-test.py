@@ -17,7 +17,10 @@ real observable-server, and checks that observation reaches both:
      job whose progress is reported by hand follows the reports;
   7. two cards chosen over HTTP show face up on both pages, and cards
      chosen on the pages follow the game's rules on both;
-  8. posts show in both pages in the layout each page chose;
+  8. posts show in both pages in the layout each page chose, each tile its
+     image at the post's height (images built in with the page), or, where
+     the image cannot load (another server's, or missing), the box with the
+     height and the file name;
   9. after SIGTERM both pages say they are disconnected, and after a restart
      on the same port and database they recover and follow a new order;
  10. changes made while the pages were away, and then pruned from the
@@ -61,6 +64,7 @@ GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
 CHOCOLATE = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0002"
 DONUTS = [GLAZED, CHOCOLATE, "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0003", "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0004"]
 PAGE_SIZE = 5  # orders on a page of the truck's list (ORDERS_SHOWN in web/app.js)
+POST_SCALE, POST_MAX_PX = 0.3, 240  # a post's tile: pixels per unit of height, and the tallest (web/app.js)
 
 # What the page fetched from the truck, with each answer's body size.
 TRUCK_READS = """
@@ -223,6 +227,14 @@ return {
   matchedPairs: Number(document.getElementById("game-state").dataset.matchedPairs),
   layout: document.getElementById("posts").dataset.layout,
   columns: all("#posts .post-column").map((column) => [...column.children].map((post) => post.dataset.postId)),
+  posts: Object.fromEntries(all("#posts .post").map((post) => {
+    const image = post.querySelector("img");
+    return [post.dataset.postId, {image: post.dataset.image ?? null, text: post.textContent,
+      height: post.getBoundingClientRect().height, styledHeight: parseFloat(post.style.height),
+      drawn: image ? image.complete && image.naturalWidth > 0 : false,
+      imageHeight: image ? image.getBoundingClientRect().height : null,
+      imageWidth: image ? image.getBoundingClientRect().width : null, width: post.getBoundingClientRect().width}];
+  })),
   changesHeard: all("#changes li").map((li) => li.textContent),
   observer: document.body.dataset.observer || null,
   access: document.getElementById("access").dataset.access,
@@ -644,12 +656,22 @@ def check_posts(run):
         page.find_element(By.CSS_SELECTOR, '#posts-layout input[value="balanced"]').click()
     run.both("shows the balanced layout", lambda s: s["layout"] == "balanced")
     sent = time.monotonic()
-    for height in (300, 120.5, 200, 90):
-        run.post("/posts", {"imageURL": f"https://images.example/{height}.jpg", "height": height})
+    base = run.server.base
+    # Two images the page has built in, one on another server (which the
+    # page's Content-Security-Policy refuses) and one this server lacks.
+    urls = {300: f"{base}/assets/post-mountains.svg", 120.5: "https://images.example/120.5.jpg",
+            200: f"{base}/assets/post-sunset.svg", 90: f"{base}/assets/missing-90.svg"}
+    ids = {}
+    for height, url in urls.items():
+        ids[height] = run.post("/posts", {"imageURL": url, "height": height})["id"]
     balanced = dealt("balanced")
     if balanced == dealt("roundRobin"):
         raise Failure(f"the two layouts should differ for these heights: {balanced}")
     p1, p2 = run.both("shows the posts balanced by height", lambda s: s["columns"] == balanced, since=sent)
+    expected = {ids[300]: ("loaded", "post-mountains.svg", 300), ids[200]: ("loaded", "post-sunset.svg", 200),
+                ids[120.5]: ("failed", "120.5.jpg", 120.5), ids[90]: ("failed", "missing-90.svg", 90)}
+    i1, i2 = run.both("draws the images that load and the boxes of those that do not",
+                      lambda s: tiles_drawn(s, expected), timeout=5, since=sent)
     pressed = time.monotonic()
     second.find_element(By.CSS_SELECTOR, '#posts-layout input[value="roundRobin"]').click()
     _, switched = wait_until("page 2 shows the posts round-robin",
@@ -663,9 +685,37 @@ def check_posts(run):
         lambda s: sum(map(len, s["columns"])) == 5 and s["columns"] == dealt("balanced"), run.state(first)), 2, since=pressed)
     _, a2 = wait_until("page 2 shows it round-robin", lambda: matching(
         lambda s: sum(map(len, s["columns"])) == 5 and s["columns"] == dealt("roundRobin"), run.state(second)), 2, since=pressed)
+    added = [post for post in run.get("/posts?order=desc&limit=1")["posts"]][0]
+    if added["imageURL"] != f"{base}/assets/post-lake.svg" or added["height"] != 150:
+        raise Failure(f"the page's form should post its built-in image at height 150: {added}")
+    expected[added["id"]] = ("loaded", "post-lake.svg", 150)
+    run.both("draws the image of the post added from page 1", lambda s: tiles_drawn(s, expected), timeout=5, since=pressed)
     run.shoot("posts-card", "page-posts.png")
     run.check.record("posts over HTTP and from page 1 shown in both pages, balanced in one and round-robin in the other",
                      balanced_page1=p1, balanced_page2=p2, switched_page2=switched, added_page1=a1, added_page2=a2)
+    run.check.record("three posts drawn as their images at the post's height, two as the box with the file name",
+                     images_page1=i1, images_page2=i2)
+
+
+def tiles_drawn(state, expected):
+    """Each post of `expected` (id: (how, file name, height)) is drawn: an
+    image that loaded fills its tile, which is as tall as the post's height
+    (scaled); an image that failed left the box with the height and the
+    file name, as tall."""
+    for post_id, (how, name, height) in expected.items():
+        tile = state["posts"].get(post_id)
+        if tile is None or tile["image"] != how:
+            return False
+        scaled = min(POST_MAX_PX, max(18, height * POST_SCALE))
+        if abs(tile["styledHeight"] - scaled) > 0.01 or abs(tile["height"] - scaled) > 1:
+            raise Failure(f"post {post_id} ({height}) is drawn {tile['height']} px tall, not {scaled}")
+        if how == "loaded":
+            if not tile["drawn"] or abs(tile["imageHeight"] - tile["height"]) > 1 or abs(tile["imageWidth"] - tile["width"]) > 1 \
+                    or tile["text"]:
+                raise Failure(f"post {post_id}'s image {name} should fill its tile: {tile}")
+        elif tile["text"] != f"{height:g} · {name}" or tile["imageHeight"] is not None:
+            raise Failure(f"post {post_id} should be the box with {height:g} · {name}: {tile}")
+    return True
 
 
 def shoot_whole_page(run):

@@ -2882,7 +2882,7 @@ def start_instances(args, report, tmp, env_extra, count, database):
     env = dict(os.environ)
     env.pop("OBSERVABLE_PLANTED_FAULT", None)
     # About a thousand observers from 127.0.0.1: the quotas of a trusted
-    # address (README, "Quotas"), raised unless the caller's environment says.
+    # address (docs/OPERATIONS.md, "Quotas"), raised unless the caller's environment says.
     for name, value in (("OBSERVABLE_MAX_OBSERVERS_PER_CLIENT", "1000000"), ("OBSERVABLE_MAX_STREAMS_PER_CLIENT", "1000000"),
                         ("OBSERVABLE_MAX_RUNNING_JOBS", "100000"), ("OBSERVABLE_MIN_JOB_INTERVAL", "10")):
         env.setdefault(name, value)

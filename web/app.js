@@ -51,6 +51,7 @@ const page = {
   game: null,         // {id, cards: Map card id -> button, isOver}
   postsLayout: "roundRobin",
   postsRead: 0,       // numbers the reads of the posts, so a late answer is dropped
+  postImages: new Map(), // image URL -> "loaded" or "failed", as the browser found it
   wake: null,         // ends the current back-off wait early
 };
 
@@ -985,8 +986,10 @@ function postsPath() {
 }
 
 /// Draws the columns as the server dealt them. A post is a tile as tall as
-/// its height (scaled); the image itself is not loaded, since the page
-/// fetches nothing from other servers.
+/// its height (scaled) showing its image, cut to fit; an image that cannot
+/// load (missing, or on another server, which the page's
+/// Content-Security-Policy refuses) leaves the tile a coloured box with the
+/// height and the image's file name.
 function drawPosts(columns) {
   const wall = $("posts");
   wall.dataset.layout = page.postsLayout;
@@ -995,18 +998,43 @@ function drawPosts(columns) {
     column.className = "post-column";
     column.dataset.column = String(index);
     column.setAttribute("aria-label", `column ${index + 1}`);
-    column.append(...posts.map((post) => {
-      const tile = document.createElement("div");
-      tile.className = "post";
-      tile.dataset.postId = post.id;
-      tile.dataset.height = String(post.height);
-      tile.style.height = `${Math.min(POST_MAX_PX, Math.max(18, post.height * POST_SCALE))}px`;
-      tile.title = post.imageURL;
-      tile.textContent = `${post.height} · ${post.imageURL.replace(/^.*\//, "") || post.imageURL}`;
-      return tile;
-    }));
+    column.append(...posts.map(drawPost));
     return column;
   }));
+}
+
+function drawPost(post) {
+  const tile = document.createElement("div");
+  tile.className = "post";
+  tile.dataset.postId = post.id;
+  tile.dataset.height = String(post.height);
+  tile.style.height = `${Math.min(POST_MAX_PX, Math.max(18, post.height * POST_SCALE))}px`;
+  tile.title = post.imageURL;
+  const label = `${post.height} · ${post.imageURL.replace(/^.*\//, "") || post.imageURL}`;
+  // The posts are drawn anew on every read: an image seen before is shown
+  // at once, and one that could not load is not asked for again.
+  const known = page.postImages.get(post.imageURL);
+  if (known === "failed") {
+    tile.dataset.image = "failed";
+    tile.textContent = label;
+    return tile;
+  }
+  const image = document.createElement("img");
+  image.alt = label;
+  image.decoding = "async";
+  tile.dataset.image = known ?? "loading";
+  image.addEventListener("load", () => {
+    page.postImages.set(post.imageURL, "loaded");
+    tile.dataset.image = "loaded";
+  }, { once: true });
+  image.addEventListener("error", () => {
+    page.postImages.set(post.imageURL, "failed");
+    tile.dataset.image = "failed";
+    tile.replaceChildren(label);
+  }, { once: true });
+  image.src = post.imageURL;
+  tile.append(image);
+  return tile;
 }
 
 /// Reads the staggered columns again (after a post came or went, or the
@@ -1156,8 +1184,8 @@ function start() {
   $("start-client-job").addEventListener("click", () => startJob(false));
   $("game-form").addEventListener("submit", newGame);
   $("post-form").addEventListener("submit", addPost);
-  // A post needs an http(s) URL; the page never loads it.
-  $("post-url").value = new URL("images/photo.jpg", location.href).href;
+  // A post needs an http(s) URL: one of the images built in with the page.
+  $("post-url").value = new URL("assets/post-lake.svg", location.href).href;
   for (const radio of document.querySelectorAll('#posts-layout input[name="layout"]')) {
     radio.addEventListener("change", chooseLayout);
   }

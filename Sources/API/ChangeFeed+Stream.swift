@@ -198,14 +198,8 @@ extension ChangeFeed {
             // poll would answer, the page's cursor on its last event.
             let id = group.last?.seq ?? cursor
             let eventCursor = index == groups.count - 1 ? max(cursor, id) : id
-            var data: [UInt8] = Array(#"{"cursor":"#.utf8)
-            data.append(contentsOf: String(eventCursor).utf8)
-            data.append(contentsOf: #","changes":["#.utf8)
-            for (i, change) in group.enumerated() {
-                if i > 0 { data.append(UInt8(ascii: ",")) }
-                Self.write(change, into: &data)
-            }
-            data.append(contentsOf: "]}".utf8)
+            var data: [UInt8] = []
+            Self.write(group, cursor: eventCursor, into: &data)
             if !poll.sentRetry {
                 bytes.append(contentsOf: "retry: \(Self.retryMilliseconds)\n".utf8)
                 poll.sentRetry = true

@@ -258,34 +258,34 @@ final class ChangeFeed: Sendable {
     }
 
     static func feedResponse(_ changes: [Change], cursor: Int64) -> HTTPResponse {
-        var body: [UInt8] = Array(#"{"cursor":"#.utf8)
-        body.append(contentsOf: String(cursor).utf8)
-        body.append(contentsOf: #","changes":["#.utf8)
-        for (i, change) in changes.enumerated() {
-            if i > 0 { body.append(UInt8(ascii: ",")) }
-            write(change, into: &body)
-        }
-        body.append(contentsOf: "]}".utf8)
+        var body: [UInt8] = []
+        write(changes, cursor: cursor, into: &body)
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Observation-Cursor", String(cursor)),
                                                    ("Cache-Control", "no-store")], body: body)
     }
 
+    /// The feed's answer (a poll's body, an event's data): the cursor and
+    /// the changes, in order.
+    static func write(_ changes: some Collection<Change>, cursor: Int64, into body: inout [UInt8]) {
+        var object = JSONObjectWriting(into: &body)
+        object.member("cursor", cursor, into: &body)
+        object.member("changes", elements: changes, into: &body) { change, body in write(change, into: &body) }
+        object.end(into: &body)
+    }
+
+    /// One change: `old` is left out of an insert and a repair, `new` out
+    /// of a remove.
     static func write(_ change: Change, into body: inout [UInt8]) {
-        body.append(contentsOf: #"{"seq":"#.utf8)
-        body.append(contentsOf: String(change.seq).utf8)
-        body.append(contentsOf: #","path":"#.utf8)
-        JSONWriter.writeString(change.path, into: &body)
-        body.append(contentsOf: #","op":""#.utf8)
-        body.append(contentsOf: change.operation.rawValue.utf8)
-        body.append(UInt8(ascii: "\""))
+        var object = JSONObjectWriting(into: &body)
+        object.member("seq", change.seq, into: &body)
+        object.member("path", change.path, into: &body)
+        object.member("op", change.operation.rawValue, into: &body)
         if change.operation != .insert && change.operation != .repair {
-            body.append(contentsOf: #","old":"#.utf8)
-            body.append(contentsOf: (change.old ?? "null").utf8)
+            object.member("old", json: change.old, into: &body)
         }
         if change.operation != .remove {
-            body.append(contentsOf: #","new":"#.utf8)
-            body.append(contentsOf: (change.new ?? "null").utf8)
+            object.member("new", json: change.new, into: &body)
         }
-        body.append(UInt8(ascii: "}"))
+        object.end(into: &body)
     }
 }

@@ -14,19 +14,14 @@ enum Problem {
 
     /// The problem as JSON text, with `extensions` (RFC 9457 extension members) after `detail`.
     static func json(_ status: Int, _ title: String, _ detail: String, extensions: [(name: String, value: Int64)] = []) -> [UInt8] {
-        var body: [UInt8] = Array(#"{"type":"about:blank","title":"#.utf8)
-        JSONWriter.writeString(title, into: &body)
-        body.append(contentsOf: #","status":"#.utf8)
-        body.append(contentsOf: String(status).utf8)
-        body.append(contentsOf: #","detail":"#.utf8)
-        JSONWriter.writeString(detail, into: &body)
-        for (name, value) in extensions {
-            body.append(UInt8(ascii: ","))
-            JSONWriter.writeString(name, into: &body)
-            body.append(UInt8(ascii: ":"))
-            body.append(contentsOf: String(value).utf8)
-        }
-        body.append(UInt8(ascii: "}"))
+        var body: [UInt8] = []
+        var object = JSONObjectWriting(into: &body)
+        object.member("type", "about:blank", into: &body)
+        object.member("title", title, into: &body)
+        object.member("status", Int64(status), into: &body)
+        object.member("detail", detail, into: &body)
+        for (name, value) in extensions { object.member(name, value, into: &body) }
+        object.end(into: &body)
         return body
     }
 

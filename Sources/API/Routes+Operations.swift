@@ -1,4 +1,5 @@
 import HTTPServer
+import JSON
 import ModelStore
 
 extension ObservableAPI {
@@ -6,8 +7,12 @@ extension ObservableAPI {
         router.get("/healthz", access: .open) { [self] context in
             guard store.isDatabaseReachable else { throw ModelError(.busy, "The database cannot be reached; retry shortly.") }
             let seq = store.registry.lastSeq
-            let body = #"{"status":"ok","seq":\#(seq)}"#
-            var response = HTTPResponse(status: 200, body: Array(body.utf8))
+            var body: [UInt8] = []
+            var object = JSONObjectWriting(into: &body)
+            object.member("status", "ok", into: &body)
+            object.member("seq", seq, into: &body)
+            object.end(into: &body)
+            var response = HTTPResponse(status: 200, body: body)
             response.setHeader("Observation-Cursor", String(seq))
             response.setHeader("Content-Type", "application/json")
             response.setHeader("Cache-Control", "no-store")

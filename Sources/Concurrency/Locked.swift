@@ -7,8 +7,7 @@ import Glibc
 /// `Synchronization.Mutex` uses priority-inheritance futexes on Linux, whose
 /// contended path goes through the kernel's rt_mutex and cost a quarter of
 /// the CPU of a write-heavy load; a plain pthread mutex does not.
-public final class Locked<Value>: @unchecked Sendable {
-    // Safe to share: `value` is only touched between lock and unlock.
+public final class Locked<Value> {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
@@ -33,6 +32,29 @@ public final class Locked<Value>: @unchecked Sendable {
     }
 }
 
+// Safe to share when the value is: it is only touched between lock and
+// unlock, so a value that may cross threads is never touched by two at once.
+extension Locked: @unchecked Sendable where Value: Sendable {}
+
+/// A value that is not Sendable (a database connection, a cache of
+/// values) shared by threads that each use it only under its lock, and
+/// keep nothing of it when they let go: what makes that so is each use's
+/// promise, not the compiler's check, so this type names the places.
+public final class Exclusive<Value>: @unchecked Sendable {
+    // Safe to share: every use holds the lock and lets no reference out.
+    private let locked: Locked<Value>
+
+    public init(_ value: Value) {
+        locked = Locked(value)
+    }
+
+    /// Runs `body` with the value, holding the lock.
+    @inline(__always)
+    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        try locked.withLock(body)
+    }
+}
+
 /// A weak reference, for a `Locked` slot that must not keep its object alive
 /// (a back reference that would otherwise close a cycle).
 public struct Weak<Object: AnyObject> {
@@ -42,3 +64,5 @@ public struct Weak<Object: AnyObject> {
         self.object = object
     }
 }
+
+extension Weak: Sendable where Object: Sendable {}

@@ -5,25 +5,22 @@ import Glibc
 
 /// Strict framing. A request whose head a proxy in front could read
 /// differently from libmicrohttpd (request smuggling) is refused before its
-/// body is read, and its connection closed: libmicrohttpd 0.9.75 reads a body
-/// with both `Content-Length` and `Transfer-Encoding: chunked` as chunked and
-/// keeps the connection, takes the first of two lengths, keeps a name with a
-/// blank before its colon as a name of its own, joins a folded line into the
-/// name before it, cuts a value at a NUL byte, accepts a bare LF as a line
-/// end, a missing or repeated `Host`, and any target, and waits for a body
-/// it cannot frame (`Transfer-Encoding: gzip`) until the idle timeout.
+/// body is read, and its connection closed: libmicrohttpd 0.9.75 (built in;
+/// see vendor/libmicrohttpd/README.md) reads a body with both
+/// `Content-Length` and `Transfer-Encoding: chunked` as chunked and keeps the
+/// connection, takes the first of two lengths, keeps a name with a blank
+/// before its colon as a name of its own, joins a folded line into the name
+/// before it, cuts a value at a NUL byte, accepts a bare LF as a line end, a
+/// missing or repeated `Host`, and any target, blanks included, and waits
+/// for a body it cannot frame (`Transfer-Encoding: gzip`) until the idle
+/// timeout. `osv_scan_field` reads header lines where 0.9.75 keeps them.
 ///
 /// What it refuses itself, before the server sees the request, is answered
-/// by it (not problem+json): a malformed or too large single `Content-Length`
-/// (`400`, `413`, and its head is sent twice), a NUL in a field name or after
-/// the version (`400`), a line without a colon (`400`), and a chunk line too
-/// long for the connection's memory, such as a 20 KB chunk extension (`500`).
+/// by it (not problem+json), once: a malformed or too large single
+/// `Content-Length` (`400`, `413`), a NUL in a field name or after the
+/// version (`400`), a line without a colon (`400`), and a chunk line too
+/// long for the connection's memory, such as a 20 KB chunk extension (`400`).
 extension HTTPDaemon {
-    /// Whether libmicrohttpd keeps header lines in its buffer the way
-    /// `osv_scan_field` reads them: seen on 0.9.75, the version Debian ships;
-    /// another version's own parser is trusted with folded lines and NULs.
-    static let checksLineLayout: Bool = String(cString: MHD_get_version()) == "0.9.75"
-
     /// Why a request with this head is refused (status and detail), or nil.
     static func framingRefusal(_ framing: osv_framing, isHTTP10: Bool) -> (status: Int, detail: String)? {
         if framing.bad_name != 0 {
@@ -41,6 +38,18 @@ extension HTTPDaemon {
         if framing.hosts > 1 { return (400, "The request has more than one Host field.") }
         if framing.hosts == 0 && !isHTTP10 { return (400, "An HTTP/1.1 request needs a Host field.") }
         return nil
+    }
+
+    /// Whether a request target, as sent, holds a blank, a control
+    /// character or DEL, none of which a target may hold (escaped, as `%20`,
+    /// they are fine).
+    static func hasBlankOrControl(_ target: UnsafePointer<CChar>) -> Bool {
+        var byte = UnsafeRawPointer(target).assumingMemoryBound(to: UInt8.self)
+        while byte.pointee != 0 {
+            if byte.pointee <= 0x20 || byte.pointee == 0x7F { return true }
+            byte += 1
+        }
+        return false
     }
 
     /// The path a request target names (its query already taken off): an

@@ -47,7 +47,7 @@ public enum JSONWriter {
     }
 
     /// Decimal digits, without making a `String`.
-    static func writeInteger(_ value: Int64, into out: inout [UInt8]) {
+    public static func writeInteger(_ value: Int64, into out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
         var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,

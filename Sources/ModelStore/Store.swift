@@ -52,7 +52,7 @@ public final class Store: Sendable {
     /// answered after its lock is released.
     public let registry: ObservationRegistry
     public let catalog: Catalog
-    let writer: Locked<any ModelStorage>
+    let writer: Exclusive<any ModelStorage>
     /// The quotas on observers, and their refusals.
     let quotas: ObserverQuotas
     /// The same storage when several instances share it; its calls made
@@ -127,7 +127,7 @@ public final class Store: Sendable {
         }
         self.registry = registry
         self.catalog = catalog
-        self.writer = Locked(storage)
+        self.writer = Exclusive(storage)
         quotas = ObserverQuotas(configuration)
         self.shared = shared
         self.readDurability = readDurability

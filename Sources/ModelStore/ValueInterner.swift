@@ -19,7 +19,7 @@ package final class ValueInterner {
 
     /// What records made one at a time (a create, a row from another
     /// instance) share.
-    static let shared = Locked(ValueInterner())
+    static let shared = Exclusive(ValueInterner())
 
     private var strings = [String?](repeating: nil, count: slotCount)
     private var rows = [[JSONValue]?](repeating: nil, count: slotCount)

@@ -1,7 +1,4 @@
 import Concurrency
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Who commits writes right now, and the writes waiting for a commit.
 ///
@@ -15,7 +12,7 @@ import Glibc
 /// one worker thread committed every write alone on it: half the writes a
 /// second.) Invariant: writes wait here only while someone commits.
 final class WriteQueue: @unchecked Sendable {
-    // Safe to share: every field is only touched under `mutex`.
+    // Safe to share: every field is only touched under `lock`.
     enum Committer {
         case nobody
         /// The thread that brought a write is committing it.
@@ -24,8 +21,7 @@ final class WriteQueue: @unchecked Sendable {
         case committingThread
     }
 
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    private let lock = ConditionLock()
     private var items: [any QueuedWrite] = []
     private var committer = Committer.nobody
     private var closed = false
@@ -40,19 +36,6 @@ final class WriteQueue: @unchecked Sendable {
 
     init(handsOver: Bool = false) {
         self.handsOver = handsOver
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: pthread_cond_t())
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        condition.deallocate()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
     }
 
     /// What `enter` decided.
@@ -72,72 +55,69 @@ final class WriteQueue: @unchecked Sendable {
     /// `wait` (still under the lock, so no commit can end in between) and,
     /// when it agrees, queues `write`.
     func enter(_ write: any QueuedWrite, wait: () -> Bool) -> Entry {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        if closed { return .closed }
-        if case .nobody = committer {
-            let busy = ServerClock.now.nanoseconds &- idleSince < Self.busyWindow
-            guard handsOver || busy, wait() else {
-                committer = .caller
-                return .commitNow
+        lock.withLock {
+            if closed { return .closed }
+            if case .nobody = committer {
+                let busy = ServerClock.now.nanoseconds &- idleSince < Self.busyWindow
+                guard handsOver || busy, wait() else {
+                    committer = .caller
+                    return .commitNow
+                }
+                items.append(write)
+                committer = .committingThread
+                lock.broadcast()
+                return .queued
             }
+            guard wait() else { return .commitAlone }
             items.append(write)
-            committer = .committingThread
-            pthread_cond_broadcast(condition)
             return .queued
         }
-        guard wait() else { return .commitAlone }
-        items.append(write)
-        return .queued
     }
 
     /// Called by a caller that committed after `.commitNow`: hands what
     /// gathered meanwhile to the committing thread.
     func leave() {
-        pthread_mutex_lock(mutex)
-        if items.isEmpty {
-            committer = .nobody
-            idleSince = ServerClock.now.nanoseconds
-            pthread_mutex_unlock(mutex)
-            if closed { pthread_cond_broadcast(condition) }
-            return
+        let wake: Bool = lock.withLock {
+            if items.isEmpty {
+                committer = .nobody
+                idleSince = ServerClock.now.nanoseconds
+                return closed
+            }
+            committer = .committingThread
+            return true
         }
-        committer = .committingThread
-        pthread_mutex_unlock(mutex)
-        pthread_cond_broadcast(condition)
+        if wake { lock.broadcast() }
     }
 
     /// For the committing thread: every write that has gathered, oldest
     /// first, up to `limit`, once it is its turn; nil when the queue is
     /// closed and nobody commits.
     func take(limit: Int) -> [any QueuedWrite]? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while true {
-            if case .committingThread = committer {
-                if items.isEmpty {
-                    committer = .nobody
-                    idleSince = ServerClock.now.nanoseconds
-                    pthread_cond_broadcast(condition)
-                } else if items.count <= limit {
-                    var taken: [any QueuedWrite] = []
-                    swap(&taken, &items)
-                    return taken
-                } else {
-                    defer { items.removeFirst(limit) }
-                    return Array(items.prefix(limit))
+        lock.withLock {
+            while true {
+                if case .committingThread = committer {
+                    if items.isEmpty {
+                        committer = .nobody
+                        idleSince = ServerClock.now.nanoseconds
+                        lock.broadcast()
+                    } else if items.count <= limit {
+                        var taken: [any QueuedWrite] = []
+                        swap(&taken, &items)
+                        return taken
+                    } else {
+                        defer { items.removeFirst(limit) }
+                        return Array(items.prefix(limit))
+                    }
                 }
+                if closed, case .nobody = committer { return nil }
+                lock.wait()
             }
-            if closed, case .nobody = committer { return nil }
-            pthread_cond_wait(condition, mutex)
         }
     }
 
     /// Refuses new writes; those already queued are still committed.
     func close() {
-        pthread_mutex_lock(mutex)
-        closed = true
-        pthread_mutex_unlock(mutex)
-        pthread_cond_broadcast(condition)
+        lock.withLock { closed = true }
+        lock.broadcast()
     }
 }

@@ -27,21 +27,23 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     static let migrationLock: Int64 = 0x6f62_7365_7276_0001
 
     let url: String
-    private var writerConnection: Connection?
-    private let probe = Locked<(connection: Connection?, backoff: Backoff)>((nil, Backoff()))
-    private let listener = Locked<Connection?>(nil)
+    var writerConnection: Connection?
+    let probe = Locked<(connection: Connection?, backoff: Backoff)>((nil, Backoff()))
+    let listener = Locked<Connection?>(nil)
     /// Per claimed work, the connection that holds (or asks for) its advisory lock.
-    private let claims = Locked<[String: (connection: Connection, isHeld: Bool)]>([:])
+    let claims = Locked<[String: (connection: Connection, isHeld: Bool)]>([:])
     private var sql = TableStatements.Cache { "$\($0)" }
     /// The journal of the ordered transaction under way.
-    private var pending: [JournalEntry] = []
+    var pending: [JournalEntry] = []
     /// The changes of the ordered transaction under way, written at commit.
-    private var pendingChanges: [Change] = []
-    private var inOrderedTransaction = false
-    private var orderedVersion: Int64 = 0
-    private var orderedSeq: Int64 = 0
+    var pendingChanges: [Change] = []
+    var inOrderedTransaction = false
+    var orderedVersion: Int64 = 0
+    var orderedSeq: Int64 = 0
     private(set) var committedVersion: Int64 = 0
     private(set) var rowsChanged: Int64 = 0
+    /// The newest version seen at times past, to prune the journal by age.
+    var versionsSeen: [(time: Double, version: Int64)] = []
 
     /// Connects to `url`, trying again with backoff for up to `patience`
     /// seconds while the database cannot be reached (it may be starting
@@ -68,7 +70,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     /// The writer connection, opened again when it was lost.
-    private func writer() throws -> Connection {
+    func writer() throws -> Connection {
         if let connection = writerConnection, connection.isOpen { return connection }
         writerConnection?.close()
         writerConnection = nil
@@ -79,7 +81,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     }
 
     /// Locked: the listener clears it when it finds the database back.
-    private let writerBackoff = Locked(Backoff())
+    let writerBackoff = Locked(Backoff())
 
     /// Connecting again after a failure waits 50 ms, doubling up to 2 s:
     /// meanwhile the callers are answered at once (503) rather than each
@@ -112,7 +114,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     /// Outside a transaction, a connection found lost (the database
     /// restarted since its last use) is opened again and `body` tried once
     /// more on it: nothing was done on the lost one.
-    private func run<T>(_ body: (Connection) throws -> T) throws -> T {
+    func run<T>(_ body: (Connection) throws -> T) throws -> T {
         while true {
             let reused = writerConnection?.isOpen == true
             let connection = try writer()
@@ -133,18 +135,19 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
     /// Inside a transaction (ordered, or `consistently`'s): a lost
     /// connection loses it, and is not tried again.
     private var inTransaction: Bool { inOrderedTransaction || inSnapshot }
-    private var inSnapshot = false
+    var inSnapshot = false
 
-    private func query(_ sql: String, _ parameters: [String?] = []) throws -> Rows {
+    func query(_ sql: String, _ parameters: [String?] = []) throws -> Rows {
         try run { try $0.query(sql, parameters) }
     }
 
     // MARK: - Migrations
 
     func migrate(_ files: [(name: String, sql: String)]) throws -> [String] {
-        // `NNNN_name.postgres.sql` stands in for `NNNN_name.sql` here.
+        // `NNNN_name.postgres.sql` stands in for `NNNN_name.sql` here;
+        // `NNNN_name.sqlite.sql` is SQLite's alone (migrations/README.md).
         var byName: [String: String] = [:]
-        for (name, sql) in files where !name.hasSuffix(".postgres.sql") { byName[name] = sql }
+        for (name, sql) in files where !name.hasSuffix(".postgres.sql") && !name.hasSuffix(".sqlite.sql") { byName[name] = sql }
         for (name, sql) in files where name.hasSuffix(".postgres.sql") {
             byName[String(name.dropLast(".postgres.sql".count)) + ".sql"] = sql
         }
@@ -376,7 +379,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         if let connection = writerConnection, connection.isOpen { try? connection.execute("ROLLBACK") }
     }
 
-    private func journal(_ entry: JournalEntry) {
+    func journal(_ entry: JournalEntry) {
         if inOrderedTransaction { pending.append(entry) }
     }
 
@@ -455,310 +458,5 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         entry.first = seq
         entry.body = keys.map(\.path).joined(separator: "\n")
         journal(entry)
-    }
-
-    // MARK: - Observers
-
-    func insertObserver(_ observer: ObserverSnapshot) throws {
-        try query("INSERT INTO observers (id, cursor, ttl_seconds, last_used, owner) VALUES ($1, $2, $3, $4, $5)",
-                  [observer.id, String(observer.cursor), String(observer.ttlSeconds), String(observer.lastUsed), observer.owner])
-        var entry = JournalEntry(version: 0, kind: .observer)
-        entry.id = observer.id
-        entry.parent = observer.owner
-        entry.first = observer.cursor
-        entry.last = Int64(observer.ttlSeconds)
-        entry.body = String(observer.lastUsed)
-        journal(entry)
-    }
-
-    func deleteObserver(_ id: String) throws {
-        try query("DELETE FROM observers WHERE id = $1", [id])
-        var entry = JournalEntry(version: 0, kind: .unobserve)
-        entry.id = id
-        journal(entry)
-    }
-
-    func clearReads(of id: String) throws {
-        try query("DELETE FROM observer_reads WHERE observer_id = $1", [id])
-        var entry = JournalEntry(version: 0, kind: .clear)
-        entry.id = id
-        journal(entry)
-    }
-
-    func housekeep(pruneThrough seq: Int64, expired: [String], used: [ObserverSnapshot]) throws {
-        try run { connection in
-            try connection.execute("BEGIN")
-            do {
-                try connection.query("DELETE FROM changes WHERE seq <= $1", [String(seq)])
-                if !used.isEmpty {
-                    // Several instances save uses: the latest stays. Cursors
-                    // are saved with each answer (`saveCursors`), never
-                    // here: an instance's copy may be older than another's.
-                    try connection.query(
-                        """
-                        UPDATE observers AS o SET last_used = GREATEST(o.last_used, u.last_used)
-                        FROM unnest($1::text[], $2::float8[]) AS u (id, last_used)
-                        WHERE o.id = u.id
-                        """,
-                        [Self.array(used.map(\.id)), Self.array(used.map { String($0.lastUsed) })])
-                }
-                try connection.execute("COMMIT")
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
-            }
-        }
-    }
-
-    /// How long the journal is kept, seconds: an instance cut off for
-    /// longer loads everything again.
-    static let journalRetention = 600.0
-    /// The newest version seen at times past, to prune the journal by age.
-    private var versionsSeen: [(time: Double, version: Int64)] = []
-
-    func pruneJournal(now: Double) throws {
-        versionsSeen.append((now, try lastVersion()))
-        guard let index = versionsSeen.lastIndex(where: { $0.time < now - Self.journalRetention }) else { return }
-        let version = versionsSeen[index].version
-        versionsSeen.removeFirst(index + 1)
-        try query("DELETE FROM observable_journal WHERE version <= $1", [String(version)])
-    }
-
-    func expiredObservers(now: Double, grace: Double) throws -> [String] {
-        let rows = try query("SELECT id FROM observers WHERE last_used + ttl_seconds + $1 < $2", [String(grace), String(now)])
-        return (0..<rows.count).compactMap { rows.string($0, 0) }
-    }
-
-    // MARK: - The journal
-
-    func journal(after version: Int64) throws -> [JournalEntry]? {
-        // One statement, so one snapshot: the newest version and the
-        // entries after `version` agree.
-        let rows = try query(
-            """
-            SELECT c.version, j.version, j.kind, j.tbl, j.id, j.parent, j.first, j.last, j.body
-            FROM observable_clock c LEFT JOIN observable_journal j ON j.version > $1
-            WHERE c.id = 1 ORDER BY j.version, j.ordinal
-            """,
-            [String(version)])
-        var entries: [JournalEntry] = []
-        entries.reserveCapacity(rows.count)
-        let newest = rows.count > 0 ? rows.int64(0, 0) ?? 0 : 0
-        for row in 0..<rows.count where !rows.isNull(row, 1) {
-            guard let kind = JournalEntry.Kind(rawValue: rows.string(row, 2) ?? "") else { continue }
-            var entry = JournalEntry(version: rows.int64(row, 1) ?? 0, kind: kind)
-            entry.table = Int(rows.int64(row, 3) ?? -1)
-            entry.id = rows.string(row, 4) ?? ""
-            entry.parent = rows.string(row, 5)
-            entry.first = rows.int64(row, 6) ?? 0
-            entry.last = rows.int64(row, 7) ?? 0
-            entry.body = rows.string(row, 8)
-            entries.append(entry)
-        }
-        // Versions are consecutive: a gap after `version` was pruned.
-        if let first = entries.first, first.version != version + 1 { return nil }
-        if entries.isEmpty && newest > version { return nil }
-        return entries
-    }
-
-    func consistently<T>(_ body: () throws -> T) throws -> T {
-        // An ordered transaction holds the lock every change takes: nothing moves.
-        if inOrderedTransaction { return try body() }
-        try run { try $0.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
-        inSnapshot = true
-        defer { inSnapshot = false }
-        do {
-            let result = try body()
-            try run { try $0.execute("COMMIT") }
-            return result
-        } catch {
-            if let connection = writerConnection, connection.isOpen { try? connection.execute("ROLLBACK") }
-            throw error
-        }
-    }
-
-    func newestVersion() throws -> Int64 {
-        try probing { try $0.query("SELECT version FROM observable_clock WHERE id = 1").int64(0, 0) ?? 0 }
-    }
-
-    /// Runs `body` on the probe connection, opened (again) when needed.
-    /// As with the writer, a connection found lost is opened again and
-    /// `body` tried once more.
-    private func probing<T>(_ body: (Connection) throws -> T) throws -> T {
-        try probe.withLock { probe in
-            while true {
-                let reused = probe.connection?.isOpen == true
-                if !reused {
-                    probe.connection?.close()
-                    probe.connection = nil
-                    probe.connection = try probe.backoff.attempt { try Connection(url: url) }
-                }
-                do {
-                    return try body(probe.connection!)
-                } catch {
-                    probe.connection?.close()
-                    probe.connection = nil
-                    guard reused, (error as? PostgresError)?.connectionLost == true else { throw Self.unreachable(error) }
-                }
-            }
-        }
-    }
-
-    func awaitAnnouncement(timeout: Double) throws -> (newest: Int64?, parked: [ParkedAnnouncement]) {
-        try listener.withLock { connection in
-            do {
-                if connection == nil || connection?.isOpen == false {
-                    let opened = try Connection(url: url)
-                    try opened.execute("LISTEN \(Self.channel); LISTEN \(Self.parkedChannel)")
-                    connection = opened
-                    // The database is back: the others need not wait out their backoff.
-                    writerBackoff.withLock { $0 = Backoff() }
-                    probe.withLock { $0.backoff = Backoff() }
-                }
-                let found = try connection!.notifications(waiting: timeout)
-                var newest: Int64?
-                var parked: [ParkedAnnouncement] = []
-                for (channel, payload) in found {
-                    if channel == Self.channel, let version = Int64(payload) {
-                        newest = max(newest ?? version, version)
-                    } else if channel == Self.parkedChannel {
-                        // "instance observer", and " stream" after a stream's.
-                        let parts = payload.split(separator: " ")
-                        if parts.count >= 2 {
-                            parked.append(ParkedAnnouncement(instance: String(parts[0]), observer: String(parts[1]),
-                                                             stream: parts.count > 2 && parts[2] == "stream"))
-                        }
-                    }
-                }
-                return (newest, parked)
-            } catch {
-                connection?.close()
-                connection = nil
-                throw Self.unreachable(error)
-            }
-        }
-    }
-
-    func savedCursor(of id: String) throws -> Int64? {
-        try probing { try $0.query("SELECT cursor FROM observers WHERE id = $1", [id]).int64(0, 0) }
-    }
-
-    /// One `UPDATE` for all: the polls one commit wakes on this instance.
-    /// (A group of the saves of concurrent polls, as writes commit in
-    /// groups, saved nothing measurable: an instance answers polls on one
-    /// worker thread by default, so they rarely wait beside each other.)
-    func saveCursors(_ cursors: [(id: String, cursor: Int64)]) throws {
-        guard !cursors.isEmpty else { return }
-        if cursors.count == 1 {
-            try probing { try $0.query("UPDATE observers SET cursor = $2 WHERE id = $1", [cursors[0].id, String(cursors[0].cursor)]) }
-            return
-        }
-        try probing {
-            try $0.query(
-                """
-                UPDATE observers AS o SET cursor = u.cursor
-                FROM unnest($1::text[], $2::bigint[]) AS u (id, cursor) WHERE o.id = u.id
-                """,
-                [Self.array(cursors.map(\.id)), Self.array(cursors.map { String($0.cursor) })])
-        }
-    }
-
-    func announceParked(instance: String, observer: String, stream: Bool) throws {
-        let payload = instance + " " + observer + (stream ? " stream" : "")
-        try probing { try $0.query("SELECT pg_notify($1, $2)", [Self.parkedChannel, payload]) }
-    }
-
-    func claim(_ work: String) throws -> Bool {
-        try claims.withLock { claims in
-            do {
-                if let held = claims[work], held.connection.isOpen {
-                    if held.isHeld {
-                        // Ours while the connection lives: check that it does.
-                        try held.connection.query("SELECT 1")
-                        return true
-                    }
-                } else {
-                    claims[work]?.connection.close()
-                    // Named for the work and the process, for whoever looks at pg_stat_activity.
-                    claims[work] = (try Connection(url: url, applicationName: "observable-server \(work) \(getpid())"), false)
-                }
-                let key = Int64(bitPattern: Self.hash(work))
-                let rows = try claims[work]!.connection.query("SELECT pg_try_advisory_lock($1)", [String(key)])
-                claims[work]!.isHeld = rows.string(0, 0) == "t"
-                return claims[work]!.isHeld
-            } catch {
-                claims[work]?.connection.close()
-                claims[work] = nil
-                return false
-            }
-        }
-    }
-
-    /// A stable hash (FNV-1a) of a claim's name: the same on every instance.
-    private static func hash(_ text: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
-        }
-        return hash
-    }
-
-    func integrityCheck() throws -> String {
-        _ = try query("SELECT 1")
-        return "ok"
-    }
-
-    func close() {
-        writerConnection?.close()
-        writerConnection = nil
-        probe.withLock { $0.connection?.close(); $0.connection = nil }
-        listener.withLock { $0?.close(); $0 = nil }
-        claims.withLock { claims in
-            for (_, held) in claims { held.connection.close() }
-            claims = [:]
-        }
-    }
-
-    // MARK: - Values
-
-    static func text(_ value: JSONValue) -> String? {
-        switch value {
-        case .null: return nil
-        case .bool(let bool): return bool ? "1" : "0"
-        case .int(let int): return String(int)
-        case .double(let double): return String(double)
-        case .string(let string): return string
-        case .array, .object: return JSONWriter.string(value)
-        }
-    }
-
-    static func value(_ text: String?, _ kind: Field.Kind) -> JSONValue {
-        guard let text else { return .null }
-        switch kind {
-        case .boolean: return .bool(text == "1" || text == "t" || text == "true")
-        case .integer: return Int64(text).map(JSONValue.int) ?? .null
-        case .number: return Double(text).map(JSONValue.double) ?? .null
-        case .text: return .string(text)
-        }
-    }
-
-    /// A PostgreSQL array literal of `values`, each quoted (nil is NULL).
-    static func array(_ values: [String?]) -> String {
-        var text = "{"
-        for (index, value) in values.enumerated() {
-            if index > 0 { text += "," }
-            guard let value else {
-                text += "NULL"
-                continue
-            }
-            text += "\""
-            for character in value {
-                if character == "\"" || character == "\\" { text.append("\\") }
-                text.append(character)
-            }
-            text += "\""
-        }
-        return text + "}"
     }
 }

@@ -39,8 +39,12 @@ final class SQLiteStorage: ModelStorage {
     }
 
     func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String] {
-        // `NNNN_name.postgres.sql` files are PostgreSQL's own variants.
-        let files = migrations.filter { !$0.name.hasSuffix(".postgres.sql") }
+        // `NNNN_name.postgres.sql` files are PostgreSQL's own variants;
+        // `NNNN_name.sqlite.sql` ones SQLite's alone, applied (and recorded)
+        // as `NNNN_name` (migrations/README.md).
+        let files = migrations.filter { !$0.name.hasSuffix(".postgres.sql") }.map { file in
+            file.name.hasSuffix(".sqlite.sql") ? (name: String(file.name.dropLast(".sqlite.sql".count)) + ".sql", sql: file.sql) : file
+        }
         return try Migrator(Migration.ordered(files).map { Migrator.Migration(version: $0.version, name: $0.name, sql: $0.sql) })
             .migrate(database)
     }

@@ -116,6 +116,9 @@ public final class RawConnection {
         return buffer
     }
 
+    /// Bytes received but not yet read as part of an answer.
+    public var unread: [UInt8] { buffer }
+
     /// True when the server has closed the connection (reads EOF, or a
     /// reset: a server that closes with bytes of ours unread resets it).
     public func isClosedByServer() -> Bool {

@@ -1,0 +1,304 @@
+internal import CMicroHTTPD
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import Concurrency
+import Synchronization
+
+// The request lifecycle, called from libmicrohttpd's callbacks: a request's
+// target, its head (framing, limits), its body, its answer, its end.
+extension HTTPDaemon {
+
+    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>, version: UnsafePointer<CChar>?,
+                uploadData: UnsafePointer<CChar>?,
+                uploadSize: UnsafeMutablePointer<Int>, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result
+    {
+        guard let raw = contextSlot.pointee else {
+            let context = RequestContext()
+            contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
+            return start(context, connection: connection, url: url, method: method, version: version)
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        // A request with a query has had its context since `takeQuery`.
+        guard context.isStarted else { return start(context, connection: connection, url: url, method: method, version: version) }
+        if uploadSize.pointee > 0 {
+            let size = uploadSize.pointee
+            if context.body.count + size > configuration.maxBody {
+                // A chunked body (a longer announced one was refused at once):
+                // answered as soon as it passes the limit. libmicrohttpd
+                // cannot queue an answer before the body's end, so it is
+                // written here and the connection closed.
+                context.body = []
+                context.answered = true
+                if requestIsIn(connection) { bodyTooLarge.write(closingTo: osv_connection_fd(connection)) }
+                return .NO
+            }
+            if let uploadData {
+                uploadData.withMemoryRebound(to: UInt8.self, capacity: size) { bytes in
+                    context.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: size))
+                }
+            }
+            uploadSize.pointee = 0
+            return .YES
+        }
+        if let stream = context.stream {
+            // Resumed (or never suspended) to end: closed, as its head said.
+            return stream.isHandedBack ? .NO : .YES
+        }
+        if let parked = context.parked {
+            // Resumed: the answer was stored before resuming.
+            guard let response = parked.takeAnswer() else { return .NO }
+            return send(response, on: connection, context: context)
+        }
+        if context.answered { return .YES }
+        guard requestIsIn(connection) else { return .NO }
+        let request = HTTPRequest(
+            method: context.method,
+            path: context.url,
+            query: context.query,
+            fields: context.fields,
+            body: context.body)
+        context.body = []
+        context.fields = []
+        let handle = Connection(daemon: self, pointer: ConnectionPointer(raw: connection), context: context)
+        switch responder.respond(to: request, connection: handle) {
+        case .response(let response):
+            return send(response, on: connection, context: context)
+        case .parked:
+            // A stream opens now; one whose client left already is closed.
+            if let stream = context.stream { return stream.open() ? .YES : .NO }
+            // What only the handler read is not kept while the poll waits:
+            // 50,000 of them hold it for as long as they are parked.
+            context.query = [:]
+            return .YES
+        }
+    }
+
+    /// The first call for a request: its headers are in, its body is not.
+    /// A request refused here (its framing, its target, its announced
+    /// length) is answered before its body is read, and its connection
+    /// closed.
+    private func start(_ context: RequestContext, connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
+                       version: UnsafePointer<CChar>?) -> MHD_Result
+    {
+        let method = methodName(method)
+        let path = Self.path(ofTarget: url, method: method)
+        context.start(method: method, url: path ?? String(cString: url))
+        context.isHTTP10 = version.map { strcmp($0, "HTTP/1.0") == 0 } ?? false
+        inFlight.add(1, ordering: .relaxed)
+        if let refusal = context.refusal {
+            return refuse(refusal, on: connection, context: context)
+        }
+        let head = headerFields(connection, version: version)
+        let framing = head.framing
+        if let (status, detail) = Self.framingRefusal(framing, isHTTP10: context.isHTTP10) {
+            return refuse(responder.refusal(status: status, detail: detail), on: connection, context: context)
+        }
+        if path == nil {
+            return refuse(responder.refusal(
+                status: 400, detail: "The request target is neither a path (/…), nor an absolute URL (http://host/…), nor * for OPTIONS."),
+                          on: connection, context: context)
+        }
+        // An announced oversize body is refused before it is read.
+        if framing.content_lengths > 0, framing.content_length > UInt64(configuration.maxBody) {
+            return refuse(bodyTooLarge, on: connection, context: context)
+        }
+        context.fields = head.values
+        return .YES
+    }
+
+    /// `413` for a body over the limit.
+    private var bodyTooLarge: HTTPResponse {
+        responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes.")
+    }
+
+    /// `response`, closing its connection.
+    private func closing(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        response.setHeader("Connection", "close")
+        return response
+    }
+
+    /// Answers a request before its body is read, and closes its connection.
+    private func refuse(_ refusal: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+        guard requestIsIn(connection) else { return .NO }
+        return send(closing(refusal), on: connection, context: context)
+    }
+
+    /// Called with a request's target (path and query, as sent) before
+    /// libmicrohttpd parses the query; the context returned becomes the
+    /// request's. libmicrohttpd keeps each query parameter in the
+    /// connection's fixed memory pool and, when they overflow it, queues its
+    /// `431` but then waits for header lines it never reads: the request
+    /// hangs until the idle timeout. So the query is read here and ended
+    /// right after the `?` in libmicrohttpd's own buffer (which it splits in
+    /// place at that `?`), and libmicrohttpd parses no parameter.
+    func takeQuery(from target: UnsafePointer<CChar>, connection: OpaquePointer) -> UnsafeMutableRawPointer? {
+        if Self.hasBlankOrControl(target) {
+            // libmicrohttpd takes what lies between the method and the
+            // version as the target, blanks and all (`GET /a b HTTP/1.1`).
+            let context = RequestContext()
+            context.refusal = responder.refusal(
+                status: 400, detail: "The request target contains whitespace or a control character.")
+            // libmicrohttpd parses no parameter of it either.
+            if let mark = strchr(target, Int32(UInt8(ascii: "?"))) { (mark + 1).pointee = 0 }
+            return Unmanaged.passRetained(context).toOpaque()
+        }
+        guard let mark = strchr(target, Int32(UInt8(ascii: "?"))) else {
+            if endsBeforeVersion(target + strlen(target)) { return nil }
+            // A NUL byte in the target hides the rest of it (and any query)
+            // from this callback but not from libmicrohttpd: refused, and the
+            // connection closed soon if the hidden query overflows the pool.
+            osv_set_connection_timeout(connection, 1)
+            let context = RequestContext()
+            context.refusal = responder.refusal(status: 400, detail: "The request target contains a NUL byte.")
+            return Unmanaged.passRetained(context).toOpaque()
+        }
+        let query = mark + 1
+        let context = RequestContext()
+        if let parameters = QueryString.parameters(query, limit: configuration.maxQueryParameters) {
+            context.query = parameters
+        } else {
+            context.refusal = responder.refusal(
+                status: 414, detail: "A query may have at most \(configuration.maxQueryParameters) parameters.")
+        }
+        // libmicrohttpd parses the text after the `?` once this returns:
+        // ended here, it is empty.
+        query.pointee = 0
+        return Unmanaged.passRetained(context).toOpaque()
+    }
+
+    func completed(connection: OpaquePointer?, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        if let connection { requestDone(connection) }
+        guard let slot = contextSlot, let raw = slot.pointee else { return }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+        slot.pointee = nil
+        // Ended before its headers were in (refused by libmicrohttpd, or the
+        // client left): never counted in flight.
+        guard context.isStarted else { return }
+        if let parked = context.parked, parked.isParked {
+            // Completed while still parked (the daemon is closing): forget it.
+            _ = lot.withLock { $0.remove(parked) }
+        }
+        context.stream?.ended()
+        inFlight.subtract(1, ordering: .relaxed)
+    }
+
+    private func send(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+        context.answered = true
+        if logger.logLevel <= .debug {
+            logger.debug("\(context.method) \(configuration.loggedPath(context.url)) \(response.status)")
+        }
+        guard let prepared = response.prepared ?? PreparedResponse(response) else { return .NO }
+        return withExtendedLifetime(prepared) { MHD_queue_response(connection, UInt32(response.status), prepared.raw) }
+    }
+
+    /// The header fields as received, and what they say about the
+    /// request's framing, in one pass over libmicrohttpd's list.
+    private func headerFields(_ connection: OpaquePointer, version: UnsafePointer<CChar>?) -> RequestHead {
+        var head = RequestHead()
+        osv_begin_framing(&head.framing, version, 1)
+        withUnsafeMutablePointer(to: &head) { head in
+            _ = MHD_get_connection_values_n(connection, .HEADER_KIND, collectValue, UnsafeMutableRawPointer(head))
+        }
+        osv_end_framing(&head.framing)
+        return head
+    }
+}
+
+/// The daemon pointer, guarded by the daemon's mutex.
+struct DaemonPointer: @unchecked Sendable {
+    let raw: OpaquePointer
+}
+
+/// Per-request state kept in libmicrohttpd's `con_cls` slot. libmicrohttpd
+/// calls back for one connection on one thread at a time, so the fields are
+/// never touched concurrently.
+final class RequestContext: @unchecked Sendable {
+    /// Known from the first call of the access handler, once the headers are in.
+    private(set) var method = ""
+    private(set) var url = ""
+    private(set) var isStarted = false
+    /// Read off the target before libmicrohttpd parses it (`takeQuery`).
+    var query: [String: String] = [:]
+    /// The answer to a request refused from its target alone, sent once its
+    /// headers are in.
+    var refusal: HTTPResponse?
+    /// The header fields, from the first call until the request is handed on.
+    var fields: [HeaderField] = []
+    var body: [UInt8] = []
+    var answered = false
+    var parked: ParkedConnection?
+    /// The event stream this request answers with.
+    var stream: EventStream?
+    /// An HTTP/1.0 request (no chunked answers).
+    var isHTTP10 = false
+
+    init() {}
+
+    /// A request whose headers are in, for a harness that answers requests
+    /// without a daemon.
+    convenience init(method: String, url: String) {
+        self.init()
+        start(method: method, url: url)
+    }
+
+    func start(method: String, url: String) {
+        self.method = method
+        self.url = url
+        isStarted = true
+    }
+}
+
+/// A request's header fields and framing as one pass collects them, in a
+/// struct on the collecting thread's stack (reached through a pointer: no
+/// allocation, and no exclusivity check per field).
+struct RequestHead {
+    var values: [HeaderField] = []
+    var framing = osv_framing()
+
+    init() { values.reserveCapacity(8) }
+}
+
+private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
+                          _ value: UnsafePointer<CChar>?, _ valueSize: Int) -> MHD_Result
+{
+    guard let cls, let key else { return .YES }
+    let head = cls.assumingMemoryBound(to: RequestHead.self)
+    osv_check_field(&head.pointee.framing, key, keySize, value, valueSize)
+    head.pointee.values.append(HeaderField(name: string(key, keySize), value: value.map { string($0, valueSize) } ?? ""))
+    return .YES
+}
+
+/// `count` bytes at `bytes` as a string (libmicrohttpd gives the length:
+/// no `strlen`).
+private func string(_ bytes: UnsafePointer<CChar>, _ count: Int) -> String {
+    bytes.withMemoryRebound(to: UInt8.self, capacity: count) { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
+}
+
+/// Whether the NUL at `end` is the one libmicrohttpd wrote between the target
+/// and `HTTP/1.x` (the line's own end follows): otherwise the target holds a
+/// NUL byte. Reads stop at the first difference, so stay within the line.
+private func endsBeforeVersion(_ end: UnsafePointer<CChar>) -> Bool {
+    func byte(_ i: Int) -> UInt8 { UInt8(bitPattern: end[i]) }
+    func isDigit(_ i: Int) -> Bool { byte(i) >= UInt8(ascii: "0") && byte(i) <= UInt8(ascii: "9") }
+    return byte(1) == UInt8(ascii: "H") && byte(2) == UInt8(ascii: "T") && byte(3) == UInt8(ascii: "T")
+        && byte(4) == UInt8(ascii: "P") && byte(5) == UInt8(ascii: "/") && isDigit(6) && byte(7) == UInt8(ascii: ".")
+        && isDigit(8) && byte(9) == 0
+}
+
+/// The request method, as a string literal for the usual ones (no copy).
+private func methodName(_ method: UnsafePointer<CChar>) -> String {
+    guard method[0] != 0 else { return "" }
+    switch (method[0], method[1]) {
+    case (0x47, 0x45) where strcmp(method, "GET") == 0: return "GET"
+    case (0x50, 0x4F) where strcmp(method, "POST") == 0: return "POST"
+    case (0x50, 0x41) where strcmp(method, "PATCH") == 0: return "PATCH"
+    case (0x44, 0x45) where strcmp(method, "DELETE") == 0: return "DELETE"
+    case (0x48, 0x45) where strcmp(method, "HEAD") == 0: return "HEAD"
+    case (0x4F, 0x50) where strcmp(method, "OPTIONS") == 0: return "OPTIONS"
+    case (0x50, 0x55) where strcmp(method, "PUT") == 0: return "PUT"
+    default: return String(cString: method)
+    }
+}

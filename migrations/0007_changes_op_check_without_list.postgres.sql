@@ -1,3 +1,0 @@
--- PostgreSQL evaluates `op IN (...)` without the temporary table SQLite
--- builds for it: nothing to change here.
-SELECT 1;

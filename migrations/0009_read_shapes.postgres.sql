@@ -1,2 +1,0 @@
--- PostgreSQL keeps its reads one row a key.
-SELECT 1;

@@ -1,2 +1,0 @@
--- SQLite saves cursors with the housekeeping, in place: nothing to change.
-SELECT 1;
