@@ -2,27 +2,45 @@ import HTTPServer
 import Logging
 import ModelStore
 
-/// An error with what its problem+json answer says. Every error a handler
-/// throws becomes an answer through it, in `APIError.response(for:)`; an
-/// error that is not one is a `500` and is logged.
+/// An error with what its problem+json answer says: its status, title and
+/// detail (RFC 9457), members beyond those, and headers. Every error a
+/// handler throws, or an answer given later fails with, becomes an answer
+/// through it, in `Problem.response(for:)`; an error that is not one is a
+/// `500` and is logged.
 protocol ProblemError: Error {
     var status: Int { get }
+    /// The status's own title unless given.
+    var title: String { get }
     var detail: String { get }
+    /// Extension members, after `detail` (`oldestRetainedSeq`).
+    var extensions: [(name: String, value: Int64)] { get }
     var headers: [(name: String, value: String)] { get }
+}
+
+extension ProblemError {
+    var title: String { Problem.title(for: status) }
+    var extensions: [(name: String, value: Int64)] { [] }
+    var headers: [(name: String, value: String)] { [] }
 }
 
 /// Errors the API raises itself.
 public struct APIError: ProblemError {
     public let status: Int
     public let detail: String
+    public var extensions: [(name: String, value: Int64)] = []
     public var headers: [(name: String, value: String)] = []
 
-    public init(_ status: Int, _ detail: String, headers: [(name: String, value: String)] = []) {
+    public init(_ status: Int, _ detail: String, extensions: [(name: String, value: Int64)] = [],
+                headers: [(name: String, value: String)] = [])
+    {
         self.status = status
         self.detail = detail
+        self.extensions = extensions
         self.headers = headers
     }
+}
 
+extension Problem {
     static let logger = Logger(label: "observable.api")
 
     static func title(for status: Int) -> String {
@@ -45,16 +63,6 @@ public struct APIError: ProblemError {
         case 507: return "Insufficient Storage"
         default: return status >= 500 ? "Internal Server Error" : "Error"
         }
-    }
-
-    /// The problem+json answer for any error a handler throws.
-    static func response(for error: any Error) -> HTTPResponse {
-        guard let problem = error as? any ProblemError else {
-            logger.error("request failed: \(error)")
-            return Problem.response(500, title(for: 500), "The server could not complete the request.")
-        }
-        if let error = error as? ModelError, error.kind == .busy { logger.error("database busy") }
-        return Problem.response(problem.status, title(for: problem.status), problem.detail, headers: problem.headers)
     }
 }
 

@@ -18,7 +18,7 @@ public struct AccessPolicy: Sendable {
     }
 
     /// A `401` answer when `request` may not call a route with `access`.
-    func deny(_ request: HTTPRequest, access: RouteAccess) -> HTTPResponse? {
+    func deny(_ request: HTTPRequest, access: RouteAccess) -> APIError? {
         let accepted: [String]
         switch access {
         case .open: return nil
@@ -36,8 +36,8 @@ public struct AccessPolicy: Sendable {
         for token in accepted where Self.constantTimeEquals(presented ?? "", token) { granted = true }
         if granted { return nil }
         let what = access == .write ? "Changing a model" : "Reading"
-        return Problem.response(401, "Unauthorized", "\(what) needs Authorization: Bearer with a valid token.",
-                                headers: [("WWW-Authenticate", #"Bearer realm="observable-server""#)])
+        return APIError(401, "\(what) needs Authorization: Bearer with a valid token.",
+                        headers: [("WWW-Authenticate", #"Bearer realm="observable-server""#)])
     }
 
     static func bearer(_ header: String?) -> String? {

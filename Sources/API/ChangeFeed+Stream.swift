@@ -46,20 +46,20 @@ extension ChangeFeed {
     /// query or `Last-Event-ID`; nil: the observer's cursor), for `client`
     /// (nil: one counted toward no client's quota).
     func stream(_ observer: String, since: Int64?, coalesce: Bool, repair: Bool,
-                headers: [(name: String, value: String)], connection: Connection, client: String? = nil) -> Reply
+                headers: [(name: String, value: String)], connection: Connection, client: String? = nil) throws -> Reply
     {
         // The resume point is checked before the answer's headers go out.
         let checked: (cursor: Int64, gone: Int64?)
         switch registry.resumePoint(of: observer, since: since) {
-        case .unknownObserver: return .response(APIError.response(for: APIError(404, "no observer \(observer)")))
-        case .ahead(let newest): return .response(APIError.response(for: APIError(400, "since is ahead of the newest change \(newest)")))
+        case .unknownObserver: throw APIError(404, "no observer \(observer)")
+        case .ahead(let newest): throw APIError(400, "since is ahead of the newest change \(newest)")
         case .from(let cursor, let gone): checked = (cursor, gone)
         }
         if let client, !openStream(of: observer, for: client) {
             streamRefusals.record()
-            return .response(APIError.response(for: APIError(
+            throw APIError(
                 429, "this client has \(maxStreamsPerClient) event streams open, the most one client may hold (--max-streams-per-client): close one first",
-                headers: [("Retry-After", String(Self.streamRetryAfter))])))
+                headers: [("Retry-After", String(Self.streamRetryAfter))])
         }
         var streamHeaders = headers
         streamHeaders.append(("Content-Type", "text/event-stream"))
@@ -78,7 +78,7 @@ extension ChangeFeed {
             self.registry.closeStream(poll, of: observer)
         }) else {
             if let client { streamEnded(of: observer, for: client) }
-            return .response(APIError.response(for: APIError(503, "the server is stopping")))
+            throw APIError(503, "the server is stopping")
         }
         metrics.recordRequest(route: Self.route, status: 200)
         let poll = StreamingPoll(observer: observer, cursor: checked.cursor, coalesce: coalesce, stream: stream)

@@ -46,11 +46,10 @@ final class ChangeFeed: Sendable {
             self.headers = headers
         }
 
-        /// `response` with this poll's headers.
-        func finish(_ response: HTTPResponse) -> HTTPResponse {
-            var response = response
-            for header in headers { response.setHeader(header.name, header.value) }
-            return response
+        /// The poll's answer, finished as every answer is (`RouteContext.finish`);
+        /// counted by the caller, with the others woken at the same time.
+        func finish(_ outcome: Result<HTTPResponse, any Error>) -> HTTPResponse {
+            RouteContext.finish(outcome, cors: headers, counter: nil)
         }
 
         var connection: ParkedConnection? { parked.withLock { $0 } }
@@ -86,13 +85,11 @@ final class ChangeFeed: Sendable {
 
     /// Answers a poll now, or parks it for up to `timeout`.
     func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, repair: Bool = false, timeout: Duration,
-              headers: [(name: String, value: String)], connection: Connection) -> Reply
+              headers: [(name: String, value: String)], connection: Connection) throws -> Reply
     {
         // Without `since`, the cursor last answered through any instance.
         var saved: Int64?
-        if since == nil {
-            do { saved = try store.refreshCursor(of: observer) } catch { return .response(APIError.response(for: error)) }
-        }
+        if since == nil { saved = try store.refreshCursor(of: observer) }
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
@@ -121,19 +118,13 @@ final class ChangeFeed: Sendable {
         switch result {
         case .gone where repair:
             // Past retention: the current value of everything it reads, at once.
-            do {
-                let repaired = try store.repair(observer, since: since ?? registry.cursor(of: observer) ?? 0)
-                try store.saveCursors([(observer, repaired.cursor)])
-                return .response(waiter.finish(Self.feedResponse(repaired.changes, cursor: repaired.cursor)))
-            } catch {
-                return .response(APIError.response(for: error))
-            }
+            let repaired = try store.repair(observer, since: since ?? registry.cursor(of: observer) ?? 0)
+            try store.saveCursors([(observer, repaired.cursor)])
+            return .response(waiter.finish(.success(Self.feedResponse(repaired.changes, cursor: repaired.cursor))))
         case .changes(_, let cursor):
             // The next poll may come through another instance, without
             // `since`: saved, unless it is the one just read back.
-            if cursor != saved {
-                do { try store.saveCursors([(observer, cursor)]) } catch { return .response(APIError.response(for: error)) }
-            }
+            if cursor != saved { try store.saveCursors([(observer, cursor)]) }
             return .response(waiter.finish(Self.response(for: result)))
         default:
             return .response(waiter.finish(Self.response(for: result)))
@@ -151,7 +142,7 @@ final class ChangeFeed: Sendable {
             }
             guard let poll = waiter as? ParkedPoll, let connection = poll.connection, poll.claim() else { continue }
             let cursor = poll.since ?? registry.cursorOrNewest(of: observer)
-            answers.append((connection, poll.finish(Self.feedResponse([], cursor: cursor))))
+            answers.append((connection, poll.finish(.success(Self.feedResponse([], cursor: cursor)))))
         }
         resume(answers)
     }
@@ -221,7 +212,7 @@ final class ChangeFeed: Sendable {
     func observerDeleted(_ waiter: (any ChangeWaiter)?) {
         if let stream = waiter as? StreamingPoll { stream.stream.close() }
         guard let poll = waiter as? ParkedPoll, let connection = poll.connection, poll.claim() else { return }
-        resume([(connection, poll.finish(Problem.response(404, "Not Found", "observer \(poll.observer) was deleted")))])
+        resume([(connection, poll.finish(.failure(APIError(404, "observer \(poll.observer) was deleted"))))])
     }
 
     func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
@@ -241,19 +232,14 @@ final class ChangeFeed: Sendable {
         return poll.finish(Self.response(for: result))
     }
 
-    static func response(for poll: ObservationRegistry.Poll) -> HTTPResponse {
+    /// A poll's answer, or why there is none.
+    static func response(for poll: ObservationRegistry.Poll) -> Result<HTTPResponse, any Error> {
         switch poll {
-        case .unknownObserver:
-            return APIError.response(for: APIError(404, "no such observer"))
-        case .gone(let oldest):
-            let gone = Problem.gone(prunedThrough: oldest)
-            return Problem.response(410, "Gone", gone.detail, extensions: gone.extensions)
-        case .ahead(let newest):
-            return APIError.response(for: APIError(400, "since is ahead of the newest change \(newest)"))
-        case .changes(let changes, let cursor):
-            return feedResponse(changes, cursor: cursor)
-        case .parked:
-            return APIError.response(for: APIError(500, "unexpected parked poll"))
+        case .unknownObserver: return .failure(APIError(404, "no such observer"))
+        case .gone(let oldest): return .failure(Problem.gone(prunedThrough: oldest))
+        case .ahead(let newest): return .failure(APIError(400, "since is ahead of the newest change \(newest)"))
+        case .changes(let changes, let cursor): return .success(feedResponse(changes, cursor: cursor))
+        case .parked: return .failure(APIError(500, "unexpected parked poll"))
         }
     }
 

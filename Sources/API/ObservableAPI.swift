@@ -77,17 +77,15 @@ public final class ObservableAPI: Sendable {
             return try readNow(context, fields: allowed, render, suspended: nil)
         }
         store.whenSynchronized { [self] synchronized in
-            var response: HTTPResponse
+            let outcome: Result<HTTPResponse, any Error>
             do {
                 try synchronized.get()
                 guard case .response(let answer) = try readNow(context, fields: allowed, render, suspended: suspended) else { return }
-                response = answer
+                outcome = .success(answer)
             } catch {
-                response = APIError.response(for: error)
+                outcome = .failure(error)
             }
-            for header in context.corsHeaders { response.setHeader(header.name, header.value) }
-            metrics.recordRequest(route: context.route, status: response.status)
-            suspended.answer(response)
+            suspended.answer(context.finish(outcome))
         }
         return .parked
     }
@@ -150,12 +148,9 @@ public final class ObservableAPI: Sendable {
             let made = Suspension()
             made.connection = suspended
             suspension = made
-            return { [metrics] result in
-                var answer = response
-                if case .failure(let error) = result { answer = APIError.response(for: Self.trackError(error, observer: observer)) }
-                for header in context.corsHeaders { answer.setHeader(header.name, header.value) }
-                metrics.recordRequest(route: context.route, status: answer.status)
-                made.connection?.answer(answer)
+            return { result in
+                let outcome = result.map { response }.mapError { Self.trackError($0, observer: observer) }
+                made.connection?.answer(context.finish(outcome))
             }
         })
         guard let outcome else { return .parked }
@@ -203,15 +198,8 @@ public final class ObservableAPI: Sendable {
         let outcome = store.submit(prepared, wait: {
             suspension.connection = context.connection.suspend()
             return suspension.connection != nil
-        }, then: { [metrics] result in
-            var response: HTTPResponse
-            switch result {
-            case .success(let answer): response = Self.answer(answer)
-            case .failure(let error): response = APIError.response(for: error)
-            }
-            for header in context.corsHeaders { response.setHeader(header.name, header.value) }
-            metrics.recordRequest(route: context.route, status: response.status)
-            suspension.connection?.answer(response)
+        }, then: { result in
+            suspension.connection?.answer(context.finish(result.map(Self.answer)))
         })
         guard let outcome else { return .parked }
         return .response(Self.answer(try outcome.get()))

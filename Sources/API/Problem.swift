@@ -1,10 +1,23 @@
 import HTTPServer
 import JSON
+import Logging
+import ModelStore
 
 /// RFC 9457 problem details, the body of every error answer.
 enum Problem {
-    /// An `application/problem+json` response.
-    static func response(_ status: Int, _ title: String, _ detail: String, headers: [(name: String, value: String)] = [],
+    /// The problem+json answer for any error: the one place such an
+    /// answer is made.
+    static func response(for error: any Error) -> HTTPResponse {
+        guard let problem = error as? any ProblemError else {
+            logger.error("request failed: \(error)")
+            return response(500, title(for: 500), "The server could not complete the request.")
+        }
+        if let error = error as? ModelError, error.kind == .busy { logger.error("database busy") }
+        return response(problem.status, problem.title, problem.detail, headers: problem.headers, extensions: problem.extensions)
+    }
+
+    /// An `application/problem+json` response (made only by `response(for:)`).
+    fileprivate static func response(_ status: Int, _ title: String, _ detail: String, headers: [(name: String, value: String)] = [],
                          extensions: [(name: String, value: Int64)] = []) -> HTTPResponse
     {
         var response = HTTPResponse(status: status, headers: headers, body: json(status, title, detail, extensions: extensions))
@@ -28,8 +41,8 @@ enum Problem {
     /// `410` for a `since` older than the oldest change kept (`prunedThrough`
     /// is the newest change no longer kept): names the oldest retained seq
     /// and the way back.
-    static func gone(prunedThrough: Int64) -> (detail: String, extensions: [(name: String, value: Int64)]) {
-        ("changes up to \(prunedThrough) are no longer kept (the oldest kept is \(prunedThrough + 1)): poll with repair=true to get the current value of everything the observer reads at the current cursor, or read the resources again and poll from their Observation-Cursor",
-         [("oldestRetainedSeq", prunedThrough + 1)])
+    static func gone(prunedThrough: Int64) -> APIError {
+        APIError(410, "changes up to \(prunedThrough) are no longer kept (the oldest kept is \(prunedThrough + 1)): poll with repair=true to get the current value of everything the observer reads at the current cursor, or read the resources again and poll from their Observation-Cursor",
+                 extensions: [("oldestRetainedSeq", prunedThrough + 1)])
     }
 }

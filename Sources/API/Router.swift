@@ -11,9 +11,35 @@ public struct RouteContext: Sendable {
     /// CORS headers for this request's origin; an answer sent later (a
     /// parked long-poll) carries them too.
     public let corsHeaders: [(name: String, value: String)]
+    /// Where the route's answers are counted.
+    let counter: Metrics.RouteCounter
 
     public func parameter(_ name: String) -> String {
         parameters[name] ?? ""
+    }
+
+    /// Finishes an answer given later, when a read or a write waited with
+    /// its connection suspended, as `finish` does one given now.
+    func finish(_ outcome: Result<HTTPResponse, any Error>) -> HTTPResponse {
+        Self.finish(outcome, cors: corsHeaders, counter: counter)
+    }
+
+    /// Where every answer of the API is finished, given now or later: a
+    /// failure becomes its problem+json (`Problem.response(for:)`), the
+    /// request origin's CORS headers are added, and the answer is counted
+    /// under its route (`counter` nil: counted by the caller, as the
+    /// change feed counts the polls it wakes together).
+    static func finish(_ outcome: Result<HTTPResponse, any Error>, cors: [(name: String, value: String)],
+                       counter: Metrics.RouteCounter?) -> HTTPResponse
+    {
+        var response: HTTPResponse
+        switch outcome {
+        case .success(let answer): response = answer
+        case .failure(let error): response = Problem.response(for: error)
+        }
+        for header in cors { response.setHeader(header.name, header.value) }
+        counter?.record(response.status)
+        return response
     }
 }
 
@@ -122,21 +148,27 @@ public struct RouterResponder: HTTPResponder {
 
     /// problem+json, as every error of the API.
     public func refusal(status: Int, detail: String) -> HTTPResponse {
-        Problem.response(status, APIError.title(for: status), detail)
+        Problem.response(for: APIError(status, detail))
+    }
+
+    /// What routing decided: an answer now (or the failure it is), counted
+    /// under `counter`, or a connection left waiting.
+    private enum Routed {
+        case answer(Result<HTTPResponse, any Error>, Metrics.RouteCounter)
+        case parked
     }
 
     public func respond(to request: HTTPRequest, connection: Connection) -> Reply {
         let cors = policy.corsHeaders(for: request)
         switch route(request, connection: connection, cors: cors) {
-        case .response(var response):
-            for header in cors { response.setHeader(header.name, header.value) }
-            return .response(response)
+        case .answer(let outcome, let counter):
+            return .response(RouteContext.finish(outcome, cors: cors, counter: counter))
         case .parked:
             return .parked
         }
     }
 
-    private func route(_ request: HTTPRequest, connection: Connection, cors: [(name: String, value: String)]) -> Reply {
+    private func route(_ request: HTTPRequest, connection: Connection, cors: [(name: String, value: String)]) -> Routed {
         let path = request.path
         let trailingSlash = path.utf8.count > 1 && path.utf8.last == UInt8(ascii: "/")
         if let index = literalRoutes[trailingSlash ? String(path.dropLast()) : path] {
@@ -144,7 +176,7 @@ public struct RouterResponder: HTTPResponder {
         }
         if path.utf8.first == UInt8(ascii: "*") {
             // `OPTIONS *` (the only request the daemon lets through without a path): the server's methods.
-            return record(.response(HTTPResponse(status: 204, headers: [("Allow", allMethods)])), unmatched)
+            return .answer(.success(HTTPResponse(status: 204, headers: [("Allow", allMethods)])), unmatched)
         }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let segments = parts.last == "" ? Array(parts.dropLast()) : Array(parts)
@@ -152,38 +184,35 @@ public struct RouterResponder: HTTPResponder {
             guard let parameters = Self.match(route.segments, segments) else { continue }
             return dispatch(request, to: route, parameters: parameters, connection: connection, cors: cors)
         }
-        return record(.response(Problem.response(404, "Not Found", "No resource at \(request.path)")), unmatched)
+        return .answer(.failure(APIError(404, "No resource at \(request.path)")), unmatched)
     }
 
     private func dispatch(_ request: HTTPRequest, to route: Route, parameters: [String: String], connection: Connection,
-                          cors: [(name: String, value: String)]) -> Reply
+                          cors: [(name: String, value: String)]) -> Routed
     {
         let method = request.method == "HEAD" ? "GET" : request.method
         if method == "OPTIONS", !cors.isEmpty {
             // A CORS preflight from an allowed origin.
             let response = HTTPResponse(status: 204, headers: AccessPolicy.preflightHeaders(methods: route.methods))
-            return record(.response(response), route.counter)
+            return .answer(.success(response), route.counter)
         }
         guard let (_, access, handler) = route.handlers.first(where: { $0.method == method }) else {
-            let response = Problem.response(405, "Method Not Allowed", "\(request.method) is not allowed on \(request.path)",
-                                            headers: [("Allow", route.methods.joined(separator: ", "))])
-            return record(.response(response), route.counter)
+            return .answer(.failure(APIError(405, "\(request.method) is not allowed on \(request.path)",
+                                             headers: [("Allow", route.methods.joined(separator: ", "))])), route.counter)
         }
         if let denied = policy.deny(request, access: access) {
-            return record(.response(denied), route.counter)
+            return .answer(.failure(denied), route.counter)
         }
         let context = RouteContext(request: request, parameters: parameters, connection: connection, route: route.pattern,
-                                   corsHeaders: cors)
+                                   corsHeaders: cors, counter: route.counter)
         do {
-            return record(try handler(context), route.counter)
+            switch try handler(context) {
+            case .response(let response): return .answer(.success(response), route.counter)
+            case .parked: return .parked
+            }
         } catch {
-            return record(.response(APIError.response(for: error)), route.counter)
+            return .answer(.failure(error), route.counter)
         }
-    }
-
-    private func record(_ reply: Reply, _ counter: Metrics.RouteCounter) -> Reply {
-        if case .response(let response) = reply { counter.record(response.status) }
-        return reply
     }
 
     static func match(_ pattern: [Router.Segment], _ segments: [Substring]) -> [String: String]? {

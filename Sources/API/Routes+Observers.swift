@@ -87,7 +87,7 @@ extension ObservableAPI {
                     since = max(since ?? lastEvent, lastEvent)
                 }
                 if since == nil { try store.refreshCursor(of: id) }
-                return feed.stream(id, since: since, coalesce: coalesce, repair: repair,
+                return try feed.stream(id, since: since, coalesce: coalesce, repair: repair,
                                    headers: context.corsHeaders, connection: context.connection, client: clients.client(of: context))
             }
             // `Prefer: wait=N` (RFC 7240) is `timeout=N`; the query wins.
@@ -102,7 +102,7 @@ extension ObservableAPI {
             } else {
                 timeout = .seconds(limits.defaultLongPoll)
             }
-            return feed.poll(id, since: since, limit: Int(limit), coalesce: coalesce, repair: repair,
+            return try feed.poll(id, since: since, limit: Int(limit), coalesce: coalesce, repair: repair,
                              timeout: timeout, headers: headers, connection: context.connection)
         }
     }

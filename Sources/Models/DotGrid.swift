@@ -14,13 +14,18 @@ public enum DotGrid {
 
     public static let dots = Resource.collection("dots", element: "dot", at: "/grid/dots", allowing: [.get, .patch],
                                                  positioned: false, orderBy: "grid_row, grid_col", tag: "dot grid") {
-        Field.integer("row", column: "grid_row", access: .hidden)
-        Field.integer("col", column: "grid_col", access: .hidden)
+        row
+        col
         Field.boolean("isTapAnimated", default: false)
-        Field.boolean("isRandomAnimated", default: false)
+        isRandomAnimated
     }
+    public static let row = Stored<Int64>(.integer("row", column: "grid_row", access: .hidden))
+    public static let col = Stored<Int64>(.integer("col", column: "grid_col", access: .hidden))
+    public static let isRandomAnimated = Stored<Bool>(.boolean("isRandomAnimated", default: false))
+    /// What `POST /grid/rows` takes.
+    static let dotsInRow = Stored<Int64>(.integer("dots", range: 1...Int64(maxDotsPerRow)))
 
-    static let rowPlace = dots.place(of: "row"), colPlace = dots.place(of: "col")
+    static let rowPlace = dots.place(of: row.name), colPlace = dots.place(of: col.name)
 
     /// The dots row by row, each row in column order.
     static func rows(_ state: ModelState) -> [[Record]] {
@@ -101,18 +106,18 @@ public enum DotGrid {
                 guard !all.isEmpty else { throw ModelError.unprocessable("the grid has no dots") }
                 var generator = SystemRandomNumberGenerator()
                 let chosen = all[Int.random(in: 0..<all.count, using: &generator)]
-                let dot = try tx.update(dots, chosen.id) { $0["isRandomAnimated"] = true }
+                let dot = try tx.update(dots, chosen.id) { $0[isRandomAnimated] = true }
                 return .ok(placed(dot, in: tx.state))
             })
         },
-        Action("POST", "/grid/rows", input: [Field.integer("dots", range: 1...Int64(maxDotsPerRow))]) { input in
-            guard let count = input.body.int("dots") else { throw ModelError.unprocessable("dots is required") }
+        Action("POST", "/grid/rows", input: [dotsInRow.field]) { input in
+            guard let count = input.body[dotsInRow] else { throw ModelError.unprocessable("dots is required") }
             return .write(PreparedWrite { tx in
                 let index = rows(tx.state).count
                 guard index < maxRows else { throw ModelError.unprocessable("the grid already has \(maxRows) rows") }
                 var added: [Record] = []
                 for col in 0..<Int(count) {
-                    added.append(try tx.insert(Record.new(dots, ["row": .int(Int64(index)), "col": .int(Int64(col))]), into: dots,
+                    added.append(try tx.insert(Record.new(dots, setting: [Self.row.with(Int64(index)), Self.col.with(Int64(col))]), into: dots,
                                                announce: .none))
                 }
                 let representation = row(index, added, in: tx.state)
@@ -128,7 +133,7 @@ public enum DotGrid {
                 guard rows.indices.contains(index) else { throw ModelError.notFound("no row \(row)") }
                 let col = rows[index].count
                 guard col < maxDotsPerRow else { throw ModelError.unprocessable("row \(row) already has \(maxDotsPerRow) dots") }
-                let dot = Record.new(dots, ["row": .int(Int64(index)), "col": .int(Int64(col))])
+                let dot = Record.new(dots, setting: [Self.row.with(Int64(index)), Self.col.with(Int64(col))])
                 let placed = placed(dot, in: tx.state)
                 try tx.insert(dot, into: dots, announce: .custom(.insert(into: rowsKey.path, element: placed.string,
                                                                          elementKeys: placed.reads)))

@@ -16,10 +16,11 @@ public enum FoodTruck {
     public static let orders = Resource.collection("orders", element: "order", at: "/truck/orders",
                                                    allowing: [.list, .create, .get, .delete], checkCreate: onTheMenu,
                                                    tag: "food truck") {
-        Field.text("donutId", access: .createOnly, limits: nil,
-                   description: "The donut ordered; it must be on the menu, and the order is kept when it leaves.")
+        donutId
         Field.integer("quantity", access: .createOnly, range: 1...1000)
     }
+    public static let donutId = Stored<String>(.text("donutId", access: .createOnly, limits: nil,
+                                                     description: "The donut ordered; it must be on the menu, and the order is kept when it leaves."))
 
     public static let truck = Resource.singleton("truck", at: "/truck", allowing: [.get, .patch], tag: "food truck") {
         Field.text("name")
@@ -29,20 +30,22 @@ public enum FoodTruck {
     }
 
     @Sendable static func onTheMenu(_ state: ModelState, _ order: Record) throws {
-        let donutId = order.string("donutId") ?? ""
-        guard state[donuts].contains(donutId) else { throw ModelError.unprocessable("no donut \(donutId) on the menu") }
+        let donut = order[donutId]
+        guard state[donuts].contains(donut) else { throw ModelError.unprocessable("no donut \(donut) on the menu") }
     }
 }
 
 /// The signed-in user, if any (seed: `Environment(Account.self)`).
 public enum Account {
     public static let account = Resource.singleton("account", at: "/account", allowing: [.get]) {
-        Field.text("userName", nullable: true, access: .serverOnly, description: "`null` when nobody is signed in.")
+        userName
     }
+    public static let userName = Stored<String?>(.text("userName", nullable: true, access: .serverOnly,
+                                                       description: "`null` when nobody is signed in."))
 
     static let actions = [
-        Action("POST", "/account/login", input: [account.field("userName")!.required]) { input in
-            .write(signIn(input.body.string("userName")))
+        Action("POST", "/account/login", input: [userName.field.required]) { input in
+            .write(signIn(input.body[userName] ?? nil))
         },
         Action("POST", "/account/logout") { _ in .write(signIn(nil)) },
     ]
@@ -50,7 +53,7 @@ public enum Account {
     /// Signs `userName` in, replacing whoever was; nil signs out.
     static func signIn(_ userName: String?) -> PreparedWrite<Answer> {
         PreparedWrite { tx in
-            let account = try tx.update(singleton: account) { $0["userName"] = userName.json }
+            let account = try tx.update(singleton: account) { $0[Self.userName] = userName }
             return .ok(Self.account.representation(of: account, in: tx.state))
         }
     }

@@ -7,16 +7,29 @@ import ModelStore
 /// reporting how far they have come. `current` never passes `total`;
 /// `isComplete` turns true once, when it reaches it.
 public enum Jobs {
+    public static let current = Stored<Int64>(.integer("current", access: .hidden))
+    public static let total = Stored<Int64>(.integer("total", access: .hidden))
+    /// What the server adds every `intervalMs`; null for a job whose progress clients report.
+    public static let step = Stored<Int64?>(.integer("step", nullable: true, access: .hidden))
+    public static let intervalMs = Stored<Int64?>(.integer("intervalMs", nullable: true, access: .hidden))
+
     public static let jobs = Resource.collection("jobs", element: "job", at: "/jobs", allowing: [.list, .get, .delete]) {
-        Field.integer("current", access: .hidden)
-        Field.integer("total", access: .hidden)
-        /// What the server adds every `intervalMs`; null for a job whose progress clients report.
-        Field.integer("step", nullable: true, access: .hidden)
-        Field.integer("intervalMs", nullable: true, access: .hidden)
-        Computed("progress", .schema("Progress")) { _, job in ["current": job["current"], "total": job["total"]] }
+        current
+        total
+        step
+        intervalMs
+        Computed("progress", .schema("Progress")) { _, job in ["current": job[json: current], "total": job[json: total]] }
         Computed("isComplete", .boolean, description: "`progress.current == progress.total`; turns true once") { _, job in
-            .bool(job.int("current") >= job.int("total"))
+            .bool(job[current] >= job[total])
         }
+    }
+
+    /// What `POST /jobs` takes, and `POST /jobs/{id}/progress`.
+    enum Input {
+        static let total = Stored<Int64>(.integer("total", range: 1...1_000_000_000))
+        static let step = Stored<Int64>(.integer("step"))
+        static let intervalMs = Stored<Int64>(.integer("intervalMs", range: 10...3_600_000))
+        static let current = Stored<Int64>(.integer("current"))
     }
 
     /// The quotas on the jobs the server advances: how many run at once,
@@ -85,8 +98,8 @@ public enum Jobs {
         }
 
         private static func scheduleRunning(_ store: Store, on scheduler: JobScheduler) {
-            for job in store.state[jobs].values where job.int("current") < job.int("total") {
-                if let intervalMs = job["intervalMs"].intValue { scheduler.schedule(job.id, intervalMs: intervalMs) }
+            for job in store.state[jobs].values where job[current] < job[total] {
+                if let intervalMs = job[Jobs.intervalMs] { scheduler.schedule(job.id, intervalMs: intervalMs) }
             }
         }
 
@@ -103,11 +116,11 @@ public enum Jobs {
                 return try store.write { tx in
                     var running = Set<String>()
                     for id in ids {
-                        guard let job = tx.state[jobs][id], let step = job["step"].intValue else { continue }
-                        let current = job.int("current"), total = job.int("total")
+                        guard let job = tx.state[jobs][id], let step = job[Jobs.step] else { continue }
+                        let current = job[Jobs.current], total = job[Jobs.total]
                         guard current < total else { continue }
                         let advanced = min(current + step, total)
-                        try tx.update(jobs, id) { $0["current"] = .int(advanced) }
+                        try tx.update(jobs, id) { $0[Jobs.current] = advanced }
                         if advanced < total { running.insert(id) }
                     }
                     return running
@@ -126,8 +139,8 @@ public enum Jobs {
         var count = 0
         var soonest: Double?
         for job in state[jobs].values {
-            guard let step = job["step"].intValue, let intervalMs = job["intervalMs"].intValue, step > 0 else { continue }
-            let left = job.int("total") - job.int("current")
+            guard let step = job[Jobs.step], let intervalMs = job[Jobs.intervalMs], step > 0 else { continue }
+            let left = job[total] - job[current]
             guard left > 0 else { continue }
             count += 1
             let steps = left / step + (left % step == 0 ? 0 : 1)
@@ -150,13 +163,10 @@ public enum Jobs {
     }
 
     static func actions(_ runner: Runner) -> [Action] {
-        let total = Field.integer("total", range: 1...1_000_000_000)
-        let step = Field.integer("step").optional
-        let interval = Field.integer("intervalMs", range: 10...3_600_000).optional
-        return [
-            Action("POST", "/jobs", input: [total.required, step, interval]) { input in
-                let total = input.body.int("total") ?? 0
-                let step = input.body.int("step"), intervalMs = input.body.int("intervalMs")
+        [
+            Action("POST", "/jobs", input: [Input.total.field.required, Input.step.field.optional, Input.intervalMs.field.optional]) { input in
+                let total = input.body[Input.total] ?? 0
+                let step = input.body[Input.step], intervalMs = input.body[Input.intervalMs]
                 guard (step == nil) == (intervalMs == nil) else {
                     throw ModelError.unprocessable("step and intervalMs go together: give both for a job the server advances, or neither")
                 }
@@ -165,8 +175,8 @@ public enum Jobs {
                     runner.intervalRefusals.record()
                     throw ModelError.unprocessable("intervalMs must be at least \(runner.limits.minIntervalMs) on this server (--min-job-interval): one job is advanced at most \(1000 / runner.limits.minIntervalMs) times a second")
                 }
-                let job = Record.new(jobs, ["current": 0, "total": .int(total), "step": step.map(JSONValue.int) ?? .null,
-                                            "intervalMs": intervalMs.map(JSONValue.int) ?? .null])
+                let job = Record.new(jobs, setting: [Jobs.current.with(0), Jobs.total.with(total), Jobs.step.with(step),
+                                                     Jobs.intervalMs.with(intervalMs)])
                 return .write(PreparedWrite({ tx in
                     // Decided on the current state, so on every instance.
                     if intervalMs != nil { try checkRunning(in: tx.state, runner) }
@@ -178,17 +188,17 @@ public enum Jobs {
             },
             // Above `total` is clamped; below the current value is refused;
             // the current value again changes nothing.
-            Action("POST", "/jobs/:id/progress", input: [Field.integer("current").required]) { input in
-                let id = input.parameter("id"), reported = input.body.int("current") ?? 0
+            Action("POST", "/jobs/:id/progress", input: [Input.current.field.required]) { input in
+                let id = input.parameter("id"), reported = input.body[Input.current] ?? 0
                 return .write(PreparedWrite { tx in
                     guard let job = tx.state[jobs][id] else { throw ModelError.notFound("no job \(id)") }
-                    guard job["step"] == .null else {
+                    guard job[step] == nil else {
                         throw ModelError.unprocessable("job \(id) is advanced by the server; only a job created without step and intervalMs takes reported progress")
                     }
-                    guard reported >= job.int("current") else {
-                        throw ModelError.unprocessable("progress never goes backwards: job \(id) is at \(job.int("current")), \(reported) was reported")
+                    guard reported >= job[current] else {
+                        throw ModelError.unprocessable("progress never goes backwards: job \(id) is at \(job[current]), \(reported) was reported")
                     }
-                    let updated = try tx.update(jobs, id) { $0["current"] = .int(min(reported, job.int("total"))) }
+                    let updated = try tx.update(jobs, id) { $0[current] = min(reported, job[total]) }
                     return .ok(jobs.representation(of: updated, in: tx.state))
                 })
             },

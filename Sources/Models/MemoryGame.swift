@@ -4,16 +4,20 @@ import ModelStore
 /// The memory game (Stanford CS193p, lecture 3): pairs of cards face down,
 /// turned up two at a time until every pair is matched.
 public enum MemoryGame {
+    public static let content = Stored<String>(.text("content", access: .serverOnly, limits: nil, description: "The pair's emoji; never changes."))
+    public static let isFaceUp = Stored<Bool>(.boolean("isFaceUp", default: false, access: .serverOnly))
+    public static let isMatched = Stored<Bool>(.boolean("isMatched", default: false, access: .serverOnly))
+
     public static let cards = Resource.collection("cards", element: "card", at: "cards", allowing: [.get], tag: "memory game") {
-        Field.text("content", access: .serverOnly, limits: nil, description: "The pair's emoji; never changes.")
-        Field.boolean("isFaceUp", default: false, access: .serverOnly)
-        Field.boolean("isMatched", default: false, access: .serverOnly)
+        content
+        isFaceUp
+        isMatched
     }
 
     public static let games = Resource.collection("games", element: "game", at: "/games", allowing: [.list, .get, .delete],
                                                   tag: "memory game") {
         cards
-        Computed("isOver", .boolean, description: "True when every card is matched") { _, game in .bool(game[cards].values.allSatisfy { $0.bool("isMatched") }) }
+        Computed("isOver", .boolean, description: "True when every card is matched") { _, game in .bool(game[cards].values.allSatisfy { $0[isMatched] }) }
     }
 
     /// Distinct card contents, one per pair.
@@ -22,13 +26,18 @@ public enum MemoryGame {
         "🐶", "🐱", "🦊", "🐼", "🐸", "🐙", "🦄", "🐝", "🌵", "🍄", "🌈", "🍕", "🍩",
     ]
 
+    /// What `POST /games` takes.
+    enum Input {
+        static let pairs = Stored<Int64>(.integer("pairs", range: 1...Int64(emoji.count)))
+        static let seed = Stored<Int64>(.integer("seed"))
+    }
+
     static let actions = [
         // With a `seed`, the choice of contents and the order of the cards are the same every time.
-        Action("POST", "/games", input: [Field.integer("pairs", range: 1...Int64(emoji.count)).required,
-                                         Field.integer("seed").optional]) { input in
-            let pairs = Int(input.body.int("pairs") ?? 1)
+        Action("POST", "/games", input: [Input.pairs.field.required, Input.seed.field.optional]) { input in
+            let pairs = Int(input.body[Input.pairs] ?? 1)
             let contents: [String]
-            if let seed = input.body.int("seed") {
+            if let seed = input.body[Input.seed] {
                 var generator = SplitMix64(seed: UInt64(bitPattern: seed))
                 contents = deal(pairs: pairs, using: &generator)
             } else {
@@ -37,7 +46,7 @@ public enum MemoryGame {
             }
             var game = Record.new(games, [:])
             for (position, content) in contents.enumerated() {
-                var card = Record.new(cards, in: game.path, ["content": .string(content)])
+                var card = Record.new(cards, in: game.path, setting: [Self.content.with(content)])
                 card.position = Int64(position)
                 game[cards][card.id] = card
             }
@@ -63,17 +72,17 @@ public enum MemoryGame {
     /// card turns up and matches it when their contents are equal; otherwise
     /// every unmatched card turns down and the chosen one up.
     static func choose(_ cardId: String, in game: inout Record) {
-        guard let chosen = game[cards][cardId], !chosen.bool("isFaceUp"), !chosen.bool("isMatched") else { return }
-        let faceUp = game[cards].values.filter { $0.bool("isFaceUp") && !$0.bool("isMatched") }
+        guard let chosen = game[cards][cardId], !chosen[isFaceUp], !chosen[isMatched] else { return }
+        let faceUp = game[cards].values.filter { $0[isFaceUp] && !$0[isMatched] }
         if faceUp.count == 1, let other = faceUp.first {
-            if other["content"] == chosen["content"] {
-                game[cards][other.id]?["isMatched"] = true
-                game[cards][cardId]?["isMatched"] = true
+            if other[content] == chosen[content] {
+                game[cards][other.id]?[isMatched] = true
+                game[cards][cardId]?[isMatched] = true
             }
         } else {
-            for card in faceUp { game[cards][card.id]?["isFaceUp"] = false }
+            for card in faceUp { game[cards][card.id]?[isFaceUp] = false }
         }
-        game[cards][cardId]?["isFaceUp"] = true
+        game[cards][cardId]?[isFaceUp] = true
     }
 
     /// Picks `pairs` distinct contents and shuffles their `2 × pairs` cards.

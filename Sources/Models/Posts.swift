@@ -9,11 +9,12 @@ public enum Posts {
     public static let posts = Resource.collection("posts", element: "post", at: "/posts", allowing: [.list, .create, .get, .delete]) {
         Field.text("imageURL", access: .createOnly, limits: TextLimits(maxLength: 2048, allowsBlank: true), rules: [imageURL],
                    schema: "ImageURL")
-        Field.number("height", access: .createOnly, rules: [height], schema: "Height")
+        height
     }
+    public static let height = Stored<Double>(.number("height", access: .createOnly, rules: [heightRule], schema: "Height"))
 
     /// Above 0 and at most 100,000.
-    @Sendable static func height(_ name: String, _ value: JSONValue) throws {
+    @Sendable static func heightRule(_ name: String, _ value: JSONValue) throws {
         guard case .double(let height) = value, height > 0, height <= 100_000 else {
             throw ModelError.unprocessable("\(name) must be a number above 0 and at most 100000")
         }
@@ -61,7 +62,7 @@ public enum Posts {
                     // `firstIndex` of the minimum: ties go to the leftmost column.
                     let shortest = heights.firstIndex(of: heights.min() ?? 0) ?? 0
                     dealt[shortest].append(post)
-                    heights[shortest] += post.number("height")
+                    heights[shortest] += post[height]
                 }
             }
             var builder = RepresentationBuilder(resource: posts.path)

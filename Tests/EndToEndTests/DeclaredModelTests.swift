@@ -11,12 +11,13 @@ enum TodoList {
     static let items = Resource.collection("items", element: "item", at: "/todo/items", table: "todo_items",
                                            allowing: [.list, .create, .get, .patch, .delete]) {
         Field.text("title")
-        Field.boolean("isDone", default: false)
+        isDone
     }
+    static let isDone = Stored<Bool>(.boolean("isDone", default: false))
 
     static let list = Resource.singleton("todo", at: "/todo", allowing: [.get]) {
         items
-        Computed("openCount", .integer) { state, _ in .int(Int64(state[items].values.count { !$0.bool("isDone") })) }
+        Computed("openCount", .integer) { state, _ in .int(Int64(state[items].values.count { !$0[isDone] })) }
     }
 
     static let migration = """
