@@ -8,6 +8,9 @@ let package = Package(
         .executable(name: "observable-server", targets: ["observable-server"]),
         // For the fuzz package in fuzz/, which builds with -sanitize=fuzzer.
         .library(name: "ObservableServerCore", targets: ["API", "HTTPServer", "Models", "ModelStore", "ModelStoreDatabases", "JSON"]),
+        // The Swift client: the models as @Observable objects, kept current by the feed.
+        .library(name: "ObservableClient", targets: ["ObservableClient"]),
+        .executable(name: "observable-watch", targets: ["observable-watch"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -123,6 +126,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The Swift client. It imports JSON (which links nothing) and Foundation
+        // only: never the server, libmicrohttpd, SQLite or libpq.
+        .target(name: "ObservableClient", dependencies: ["JSON"]),
+        // A terminal example of the client: a live table of the truck and the grid.
+        .executableTarget(name: "observable-watch", dependencies: ["ObservableClient"]),
         .executableTarget(
             name: "observable-server",
             dependencies: [
@@ -131,6 +139,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The client against real servers started as child processes.
+        .testTarget(name: "ObservableClientTests", dependencies: ["ObservableClient", "TestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "HTTPServer", "ModelStore", "JSON"]),
         .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Concurrency", "TestSupport"]),
