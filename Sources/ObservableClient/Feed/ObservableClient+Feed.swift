@@ -178,7 +178,7 @@ extension ObservableClient {
         for repair in repairs {
             guard let (target, field) = target(of: repair.path), let owner = target as? any CollectionOwner else { continue }
             readContext = ReadContext(applies: true, cursor: answer.cursor)
-            owner.replace(field, with: repair.elements)
+            owner.replace(field, with: repair.elements, repaired: true)
             readContext = ReadContext(applies: false, cursor: 0)
         }
         cursor = max(cursor, answer.cursor)

@@ -13,8 +13,25 @@ protocol Element: RemoteObject {
 @MainActor
 protocol CollectionOwner: RemoteObject {
     /// Replaces the collection `field` (empty: the object's own) with the
-    /// elements a repair listed.
-    func replace(_ field: String, with elements: [JSONValue])
+    /// elements a read listed, or a repair (`repaired`).
+    func replace(_ field: String, with elements: [JSONValue], repaired: Bool)
+}
+
+/// The elements of a list shown newest first, each once. A read lists them
+/// so already (its pages newest first, in order). A repair lists each
+/// loaded window oldest first, the windows in no particular order: the
+/// elements the list holds keep their order (`current`, its ids now), and
+/// those it does not hold, inserted since, go first, newest first. (Ids do
+/// not tell the order: two made in one millisecond compare either way.)
+func newestFirst(_ elements: [JSONValue], repaired: Bool, current: [String]) -> [JSONValue] {
+    var seen = Set<String>()
+    let unique = elements.filter { $0.id.map { seen.insert($0).inserted } ?? false }
+    guard repaired else { return unique }
+    var index: [String: Int] = [:]
+    for (position, id) in current.enumerated() where index[id] == nil { index[id] = position }
+    let inserted = unique.filter { index[$0.id ?? ""] == nil }
+    let held = unique.filter { index[$0.id ?? ""] != nil }.sorted { index[$0.id ?? ""]! < index[$1.id ?? ""]! }
+    return inserted.reversed() + held
 }
 
 extension Array where Element: AnyObject & Identifiable, Element.ID == String {
@@ -35,13 +52,11 @@ protocol PagedList: CollectionOwner {
 }
 
 extension PagedList {
-    /// A repair's or a reread's elements in the list's order: as given when
-    /// loaded whole; newest first, each once, when paged (the windows of
-    /// several pages may come together).
-    func pageOrder(_ elements: [JSONValue]) -> [JSONValue] {
+    /// A read's or a repair's elements in the list's order: as given when
+    /// loaded whole; newest first, each once, when paged (`newestFirst`).
+    func pageOrder(_ elements: [JSONValue], repaired: Bool, current: [String]) -> [JSONValue] {
         guard pageSize != nil else { return elements }
-        var seen = Set<String>()
-        return elements.filter { $0.id.map { seen.insert($0).inserted } ?? false }.sorted { ($0.id ?? "") > ($1.id ?? "") }
+        return newestFirst(elements, repaired: repaired, current: current)
     }
 
     /// The query of the first page (or of the whole list), with `fields`.

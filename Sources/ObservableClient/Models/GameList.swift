@@ -33,7 +33,7 @@ public final class GameList: PagedList {
     }
 
     func set(_ field: String, _ value: JSONValue) {
-        if field == "games" { replace("", with: value.arrayValue ?? []) }
+        if field == "games" { replace("", with: value.arrayValue ?? [], repaired: false) }
     }
 
     func apply(_ change: FeedChange, field: String) {
@@ -52,9 +52,10 @@ public final class GameList: PagedList {
         }
     }
 
-    func replace(_ field: String, with elements: [JSONValue]) {
+    func replace(_ field: String, with elements: [JSONValue], repaired: Bool) {
         guard let client else { return }
-        update(\.games, \._games, pageOrder(elements).map { client.element(Game.self, $0, parent: path) })
+        let ordered = pageOrder(elements, repaired: repaired, current: _games.map(\.id))
+        update(\.games, \._games, ordered.map { client.element(Game.self, $0, parent: path) })
     }
 
     func append(page elements: [JSONValue]) {

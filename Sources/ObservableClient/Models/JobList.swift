@@ -33,7 +33,7 @@ public final class JobList: PagedList {
     }
 
     func set(_ field: String, _ value: JSONValue) {
-        if field == "jobs" { replace("", with: value.arrayValue ?? []) }
+        if field == "jobs" { replace("", with: value.arrayValue ?? [], repaired: false) }
     }
 
     func apply(_ change: FeedChange, field: String) {
@@ -52,9 +52,10 @@ public final class JobList: PagedList {
         }
     }
 
-    func replace(_ field: String, with elements: [JSONValue]) {
+    func replace(_ field: String, with elements: [JSONValue], repaired: Bool) {
         guard let client else { return }
-        update(\.jobs, \._jobs, pageOrder(elements).map { client.element(Job.self, $0, parent: path) })
+        let ordered = pageOrder(elements, repaired: repaired, current: _jobs.map(\.id))
+        update(\.jobs, \._jobs, ordered.map { client.element(Job.self, $0, parent: path) })
     }
 
     func append(page elements: [JSONValue]) {

@@ -33,7 +33,7 @@ public final class PostList: PagedList {
     }
 
     func set(_ field: String, _ value: JSONValue) {
-        if field == "posts" { replace("", with: value.arrayValue ?? []) }
+        if field == "posts" { replace("", with: value.arrayValue ?? [], repaired: false) }
     }
 
     func apply(_ change: FeedChange, field: String) {
@@ -52,9 +52,10 @@ public final class PostList: PagedList {
         }
     }
 
-    func replace(_ field: String, with elements: [JSONValue]) {
+    func replace(_ field: String, with elements: [JSONValue], repaired: Bool) {
         guard let client else { return }
-        update(\.posts, \._posts, pageOrder(elements).map { client.element(Post.self, $0, parent: path) })
+        let ordered = pageOrder(elements, repaired: repaired, current: _posts.map(\.id))
+        update(\.posts, \._posts, ordered.map { client.element(Post.self, $0, parent: path) })
     }
 
     func append(page elements: [JSONValue]) {

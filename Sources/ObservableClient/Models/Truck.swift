@@ -41,8 +41,8 @@ public final class Truck: CollectionOwner {
         switch field {
         case "name": update(\.name, \._name, value.string)
         case "orderCount": update(\.orderCount, \._orderCount, value.int)
-        case "donuts": replace("donuts", with: value.arrayValue ?? [])
-        case "orders": replace("orders", with: value.arrayValue ?? [])
+        case "donuts": replace("donuts", with: value.arrayValue ?? [], repaired: false)
+        case "orders": replace("orders", with: value.arrayValue ?? [], repaired: false)
         default: break
         }
     }
@@ -71,17 +71,14 @@ public final class Truck: CollectionOwner {
         }
     }
 
-    func replace(_ field: String, with elements: [JSONValue]) {
+    func replace(_ field: String, with elements: [JSONValue], repaired: Bool) {
         guard let client else { return }
         switch field {
         case "donuts":
             update(\.donuts, \._donuts, elements.map { client.element(Donut.self, $0, parent: path) })
         case "orders":
-            // The windows of several pages may come together: newest first, each once.
-            var seen = Set<String>()
-            let unique = elements.filter { $0.id.map { seen.insert($0).inserted } ?? false }
-            let sorted = unique.sorted { ($0.id ?? "") > ($1.id ?? "") }
-            update(\.orders, \._orders, sorted.map { client.element(Order.self, $0, parent: path) })
+            let ordered = newestFirst(elements, repaired: repaired, current: _orders.map(\.id))
+            update(\.orders, \._orders, ordered.map { client.element(Order.self, $0, parent: path) })
         default:
             break
         }
