@@ -353,7 +353,10 @@ import TestSupport
         let created = try servers[0].client.post("/jobs", ["total": 60, "step": 1, "intervalMs": 50])
         #expect(created.status == 201)
         let job = try #require(created.json["id"]?.stringValue)
-        var cursor = try #require(try servers[1].client.get("/jobs/\(job)", observer: observer).cursor)
+        let read = try servers[1].client.get("/jobs/\(job)", observer: observer)
+        var cursor = try #require(read.cursor)
+        // The job may have taken a step before it was read: the feed goes on from there.
+        let first = (read.json["progress"]?["current"]?.intValue ?? 0) + 1
         var progress: [Int64] = []
         var killed = false
         let deadline = Date().addingTimeInterval(60)
@@ -375,7 +378,7 @@ import TestSupport
             }
         }
         // Every step once, in order, through the instance that took over.
-        #expect(progress == Array(1...60), "\(progress)")
+        #expect(first < 10 && progress == Array(first...60), "\(progress)")
     }
 }
 
