@@ -187,13 +187,19 @@ struct ObservingTests {
         #expect(posts.posts[1] === newest && posts.posts[4].height == 1)
 
         // Orders: the newest page of the truck, then older ones.
-        for _ in 0..<5 { #expect(Raw.send("POST", port: deployment.writerPort, "/truck/orders", Seed.order).status == 201) }
+        var orders: [String] = []
+        for _ in 0..<5 {
+            let placed = Raw.send("POST", port: deployment.writerPort, "/truck/orders", Seed.order)
+            #expect(placed.status == 201)
+            orders.append(try #require(placed.json["id"] as? String))
+        }
         let truck = try await client.truck()
         #expect(truck.orders.count == 2 && truck.orderCount == 5 && truck.hasMoreOrders)
         try await truck.loadMoreOrders()
         try await truck.loadMoreOrders()
         #expect(truck.orders.count == 5 && !truck.hasMoreOrders)
-        #expect(truck.orders.map(\.id) == truck.orders.map(\.id).sorted(by: >))
+        // Newest first, in the order they were placed (not their ids').
+        #expect(truck.orders.map(\.id) == orders.reversed())
         await client.close()
     }
 
