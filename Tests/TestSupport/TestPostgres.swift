@@ -263,6 +263,11 @@ private enum Cleanup {
 }
 
 /// Finding and running the PostgreSQL programs.
+/// A TCP port on 127.0.0.1 that nothing listens on just now.
+public func freeLoopbackPort() throws -> UInt16 {
+    try PostgresTools.freePort()
+}
+
 enum PostgresTools {
     /// The folder with the server programs: the highest version under
     /// /usr/lib/postgresql (Debian), else `pg_config --bindir`; nil to search PATH.

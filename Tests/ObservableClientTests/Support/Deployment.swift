@@ -83,10 +83,10 @@ final class Deployment {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("observable-client-" + UUID().uuidString).path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         database = engine == .postgres ? try TestPostgres.freshDatabaseURL() : folder + "/observable.sqlite"
-        clientPort = try freePort()
+        clientPort = try freeLoopbackPort()
         clientServer = try ServerInstance(database: database, port: clientPort, folder: folder, arguments: arguments)
         if engine == .postgres {
-            writerServer = try ServerInstance(database: database, port: try freePort(), folder: folder, arguments: arguments)
+            writerServer = try ServerInstance(database: database, port: try freeLoopbackPort(), folder: folder, arguments: arguments)
         }
     }
 
@@ -113,7 +113,7 @@ final class Deployment {
         clientServer?.stop()
         clientServer = nil
         if engine == .sqlite {
-            awayServer = try ServerInstance(database: database, port: try freePort(), folder: folder, arguments: arguments)
+            awayServer = try ServerInstance(database: database, port: try freeLoopbackPort(), folder: folder, arguments: arguments)
         }
     }
 
@@ -145,23 +145,4 @@ final class Deployment {
     }
 
     deinit { stopAll() }
-}
-
-/// A TCP port on 127.0.0.1 that nothing listens on just now.
-func freePort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestPostgresError("socket failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-        }
-    }
-    guard bound else { throw TestPostgresError("no free port") }
-    return UInt16(bigEndian: address.sin_port)
 }
