@@ -187,6 +187,32 @@ import Testing
         ])
     }
 
+    /// The largest cursor there is: an empty page oldest-first (nothing
+    /// follows it, and nothing made later lands in its window), every
+    /// element newest-first; with or without `limit`, embedded or not.
+    @Test func aCursorAtTheLargestPositionIsAnEmptyPageOldestFirst() throws {
+        let server = try TestServer()
+        let client = server.client
+        let largest = Int64.max
+        for query in ["after=\(largest)", "limit=1&after=\(largest)"] {
+            let id = try client.observer()
+            let page = try client.get("/truck/donuts?\(query)", observer: id)
+            #expect(page.status == 200, "\(query): \(page.text)")
+            #expect(page.json == ["donuts": []], "\(query)")
+            #expect(page.header("Link") == nil)
+            let cursor = try #require(page.cursor)
+            _ = try client.post("/truck/donuts", ["name": "Cruller"])
+            #expect(try client.changes(id, since: cursor, timeout: 0.3).json.changeList == [], "\(query)")
+        }
+        let all = Self.ids(try client.get("/truck/donuts?order=desc"), "donuts")
+        #expect(Self.ids(try client.get("/truck/donuts?order=desc&after=\(largest)"), "donuts") == all)
+        let embedded = try client.get("/truck?fields=orders,donuts&donuts.after=\(largest)&donuts.limit=1")
+        #expect(embedded.status == 200, "\(embedded.text)")
+        #expect(embedded.json["donuts"] == [])
+        let embeddedNewest = try client.get("/truck?fields=donuts&donuts.after=\(largest)&donuts.order=desc&donuts.limit=1")
+        #expect(Self.ids(embeddedNewest, "donuts") == [all[0]])
+    }
+
     @Test func aPageHearsTheRemoveOfAnElementInItsWindowOnly() throws {
         let server = try TestServer()
         let client = server.client

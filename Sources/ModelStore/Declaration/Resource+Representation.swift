@@ -38,6 +38,13 @@ extension Resource {
         return builder.finish()
     }
 
+    /// The first position an ascending page after `after` can hold. No
+    /// element is ever at `Int64.max` (positions count up from 1), so a page
+    /// after it covers nothing, and its window from `Int64.max` nothing either.
+    static func past(_ after: Int64) -> Int64 {
+        after == .max ? .max : after + 1
+    }
+
     /// Writes `elements` under `name` (when `selection` shows it) as a
     /// shape read of `collection`: all of them, or the `page` asked for,
     /// each with `write`. The window of a page runs from its cursor to its
@@ -64,7 +71,7 @@ extension Resource {
         guard let limit = page.limit else {
             let shape = page.descending
                 ? Shape(collection: collection, fields: fields, through: page.after.map { $0 - 1 } ?? .max, newest: newest)
-                : Shape(collection: collection, fields: fields, from: page.after.map { $0 + 1 } ?? .min, newest: newest)
+                : Shape(collection: collection, fields: fields, from: page.after.map(Self.past) ?? .min, newest: newest)
             builder.elements(name, shape: shape, selection) { builder in
                 elements.forEach(forward: !page.descending, from: boundary) { element in
                     write(element, &builder)
@@ -86,7 +93,7 @@ extension Resource {
         if PlantedFault.current == .narrowPageWindow, let last = end { edge = page.descending ? last + 1 : last - 1 }
         let shape = page.descending
             ? Shape(collection: collection, fields: fields, from: edge ?? .min, through: page.after.map { $0 - 1 } ?? .max, newest: newest)
-            : Shape(collection: collection, fields: fields, from: page.after.map { $0 + 1 } ?? .min, through: edge ?? .max, newest: newest)
+            : Shape(collection: collection, fields: fields, from: page.after.map(Self.past) ?? .min, through: edge ?? .max, newest: newest)
         guard selection.includes(name.name) else { return }
         builder.elements(name, shape: shape, selection) { builder in
             for element in shown { write(element, &builder) }
