@@ -128,7 +128,11 @@ let package = Package(
         ),
         // The Swift client. It imports JSON (which links nothing) and Foundation
         // only: never the server, libmicrohttpd, SQLite or libpq.
-        .target(name: "ObservableClient", dependencies: ["JSON"]),
+        .target(
+            name: "ObservableClient", dependencies: ["JSON"],
+            // Async methods run on their caller's actor: the client and its objects stay on one.
+            swiftSettings: [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
+        ),
         // A terminal example of the client: a live table of the truck and the grid.
         .executableTarget(name: "observable-watch", dependencies: ["ObservableClient"]),
         .executableTarget(

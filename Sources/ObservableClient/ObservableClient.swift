@@ -16,7 +16,6 @@ import Observation
 /// stream, else long-polling) brings each transaction's changes, applied at
 /// once on the main actor. Each server element is one object for as long as
 /// the client lives. Call `close()` when done: the feed holds the client.
-@MainActor
 public final class ObservableClient: Observable {
     /// How the client connects and pages; the defaults suit most apps.
     public struct Configuration: Sendable {
@@ -79,8 +78,11 @@ public final class ObservableClient: Observable {
     }
 
     /// The server's address.
-    public nonisolated let baseURL: URL
-    public nonisolated let configuration: Configuration
+    public let baseURL: URL
+    public let configuration: Configuration
+    /// The actor the client and its objects belong to, where every
+    /// transaction of the feed is applied (see `init`).
+    public let isolation: any Actor
 
     var _connectionState = ConnectionState.idle
     var _changesApplied = 0
@@ -126,7 +128,15 @@ public final class ObservableClient: Observable {
 
     /// Makes a client for the server at `baseURL`. Nothing is sent until the
     /// first load. `token` is the server's write token, if it has one.
-    public nonisolated init(baseURL: URL, token: String? = nil, configuration: Configuration = Configuration()) {
+    ///
+    /// The client and its objects belong to `isolation`: by default the
+    /// actor this is called on (the main actor in an app or a `main.swift`),
+    /// the main actor when it is called outside any actor. Use them there;
+    /// each transaction of the feed is applied there in one turn.
+    public init(baseURL: URL, token: String? = nil, configuration: Configuration = Configuration(),
+                isolation: (any Actor)? = #isolation)
+    {
+        self.isolation = isolation ?? MainActor.shared
         self.baseURL = baseURL
         self.configuration = configuration
         transport = HTTPTransport(baseURL: baseURL, token: token)
@@ -171,6 +181,7 @@ public final class ObservableClient: Observable {
     /// The observer, made when there is none; after a replacement, what was
     /// loaded is read again with the new one first.
     func ensureObserver() async throws -> String {
+        checkIsolation()
         if isClosed { throw ObservableClientError.closed }
         let observer: String
         if let observerID {
@@ -178,7 +189,7 @@ public final class ObservableClient: Observable {
         } else if let creatingObserver {
             observer = try await creatingObserver.value
         } else {
-            let task = Task { try await self.createObserver() }
+            let task = spawn { try await $0.createObserver() }
             creatingObserver = task
             defer { creatingObserver = nil }
             observer = try await task.value
@@ -258,6 +269,7 @@ public final class ObservableClient: Observable {
                       ifMatch: JSONValue? = nil) async throws -> JSONValue?
     {
         guard let client, !client.isClosed else { throw ObservableClientError.closed }
+        client.checkIsolation()
         var headers: [String: String] = [:]
         if let ifMatch { headers["If-Match"] = entityTag(of: JSONWriter.bytes(ifMatch)) }
         let answer = try await client.transport.send(method, path, body: body, headers: headers)
@@ -285,6 +297,7 @@ public final class ObservableClient: Observable {
     /// Stops the feed and deletes the observer on the server. The objects
     /// keep their last values; loads and writes then throw `.closed`.
     public func close() async {
+        checkIsolation()
         guard !isClosed else { return }
         isClosed = true
         feedTask?.cancel()

@@ -231,7 +231,7 @@ struct ObservingTests {
         try await eventually { glazed.name == "Theirs" }
         #expect(names.count == 2)
 
-        await #expect(throws: ObservableClientError.self) { try await truck.placeOrder(donutId: "no-such-donut", quantity: 1) }
+        await #expect(throws: ObservableClientError.self) { _ = try await truck.placeOrder(donutId: "no-such-donut", quantity: 1) }
         do {
             try await truck.placeOrder(glazed, quantity: 5000)
             Issue.record("a quantity of 5000 was accepted")

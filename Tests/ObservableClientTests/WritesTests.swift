@@ -37,7 +37,7 @@ struct WritesTests {
         try await eventually("the server advances it") { advanced.isComplete && advanced.current == 5 }
         try await job.cancel()
         try await eventually { !jobs.jobs.contains { $0 === job } }
-        await #expect(throws: ObservableClientError.self) { try await client.job(id: job.id) }
+        await #expect(throws: ObservableClientError.self) { _ = try await client.job(id: job.id) }
 
         // A game: two cards of one content match.
         let games = try await client.games()

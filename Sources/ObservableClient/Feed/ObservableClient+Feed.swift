@@ -18,7 +18,7 @@ extension ObservableClient {
     func startFeed() {
         guard feedTask == nil, !isClosed else { return }
         if _connectionState == .idle { setState(.connecting) }
-        feedTask = Task { await self.runFeed() }
+        feedTask = spawn { await $0.runFeed() }
     }
 
     /// Keeps the feed open: reconnects after any failure with exponential
@@ -187,9 +187,9 @@ extension ObservableClient {
         }
         // A repair does not cover the grid's rows: read them again.
         if repaired, loaded.grid {
-            Task {
-                if let answer = try? await self.read("/grid"), let grid = self.objects["/grid"] {
-                    self.take(answer, into: grid, force: true)
+            _ = spawn { client in
+                if let answer = try? await client.read("/grid"), let grid = client.objects["/grid"] {
+                    client.take(answer, into: grid, force: true)
                 }
             }
         }

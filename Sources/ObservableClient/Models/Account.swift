@@ -2,7 +2,6 @@ import JSON
 import Observation
 
 /// Who is signed in (`/account`).
-@MainActor
 public final class Account: RemoteObject {
     /// The user signed in, or nil.
     public var userName: String? { noteRead(0, \.userName); return _userName }

@@ -2,10 +2,9 @@ import JSON
 import Observation
 
 /// A card of a memory game (`/games/{id}/cards/{cardId}`).
-@MainActor
 public final class Card: Element, Identifiable {
     /// The server's id, which never changes.
-    public nonisolated let id: String
+    public let id: String
     /// The card's face, an emoji; it never changes.
     public var content: String { noteRead(0, \.content); return _content }
     /// True while the card shows its face.

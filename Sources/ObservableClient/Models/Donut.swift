@@ -5,10 +5,9 @@ import Observation
 ///
 /// One instance per donut for as long as the client holds it: the one in
 /// `truck.donuts` is the one every other read returns.
-@MainActor
 public final class Donut: Element, Identifiable {
     /// The server's id, which never changes.
-    public nonisolated let id: String
+    public let id: String
     /// The donut's name.
     public var name: String { noteRead(0, \.name); return _name }
     /// The dough, `"plain"` unless set.

@@ -2,10 +2,9 @@ import JSON
 import Observation
 
 /// A dot of the grid (`/grid/dots/{id}`).
-@MainActor
 public final class Dot: Element, Identifiable {
     /// The server's id, which never changes.
-    public nonisolated let id: String
+    public let id: String
     /// True while a tap animates the dot.
     public var isTapAnimated: Bool { noteRead(0, \.isTapAnimated); return _isTapAnimated }
     /// Set by `Grid.random()`; reset with `setRandomAnimated(false)`.

@@ -2,7 +2,6 @@ import JSON
 
 /// An object that is one element of a collection on the server, made from
 /// the element's JSON the first time the client sees its id.
-@MainActor
 protocol Element: RemoteObject {
     init(id: String, path: String, client: ObservableClient)
     /// The element's path, from its id and the path of what holds it.
@@ -10,7 +9,6 @@ protocol Element: RemoteObject {
 }
 
 /// An object that holds collections, which a repair can replace whole.
-@MainActor
 protocol CollectionOwner: RemoteObject {
     /// Replaces the collection `field` (empty: the object's own) with the
     /// elements a read listed, or a repair (`repaired`).
@@ -39,7 +37,6 @@ extension Array where Element: AnyObject & Identifiable, Element.ID == String {
 }
 
 /// A list the client can load whole, or a page at a time newest first.
-@MainActor
 protocol PagedList: CollectionOwner {
     /// The `Link` of the next older page; nil on the last page, or when loaded whole.
     var nextPage: String? { get set }

@@ -3,10 +3,9 @@ import Observation
 
 /// A memory game (`/games/{id}`): its cards, which keep their places, and
 /// whether every pair is matched.
-@MainActor
 public final class Game: Element, Identifiable {
     /// The server's id, which never changes.
-    public nonisolated let id: String
+    public let id: String
     /// The cards on the table, in their places.
     public var cards: [Card] { noteRead(0, \.cards); return _cards }
     /// True once every card is matched (computed by the server).

@@ -3,7 +3,6 @@ import Observation
 
 /// The memory games (`/games`): every one oldest first, or, loaded with a page size, the
 /// newest page first and older pages on demand.
-@MainActor
 public final class GameList: PagedList {
     /// The games loaded: every one in the order they were made, or, when
     /// loaded a page at a time, the pages loaded so far, newest first. New

@@ -2,7 +2,6 @@ import JSON
 import Observation
 
 /// The dot grid (`/grid`): ragged rows of dots, which only grow.
-@MainActor
 public final class Grid: RemoteObject {
     /// The rows, top to bottom, each a row of dots left to right.
     public var rows: [[Dot]] { noteRead(0, \.rows); return _rows }

@@ -2,10 +2,9 @@ import JSON
 import Observation
 
 /// A job with progress (`/jobs/{id}`), advanced by the server or reported by clients.
-@MainActor
 public final class Job: Element, Identifiable {
     /// The server's id, which never changes.
-    public nonisolated let id: String
+    public let id: String
     /// How far the job has come, 0…`total`.
     public var current: Int { noteRead(0, \.current); return _current }
     /// Where the job ends.

@@ -3,10 +3,9 @@ import Observation
 
 /// An order placed at the truck (`/truck/orders/{id}`). Orders never change;
 /// they are placed and cancelled.
-@MainActor
 public final class Order: Element, Identifiable {
     /// The server's id, which never changes.
-    public nonisolated let id: String
+    public let id: String
     /// The id of the donut ordered.
     public var donutId: String { noteRead(0, \.donutId); return _donutId }
     /// How many, 1…1000.

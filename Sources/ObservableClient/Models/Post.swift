@@ -2,10 +2,9 @@ import JSON
 import Observation
 
 /// An image post (`/posts/{id}`). Posts never change; they are added and deleted.
-@MainActor
 public final class Post: Element, Identifiable {
     /// The server's id, which never changes.
-    public nonisolated let id: String
+    public let id: String
     /// The image's address.
     public var imageURL: String { noteRead(0, \.imageURL); return _imageURL }
     /// The image's height, for the staggered layout.

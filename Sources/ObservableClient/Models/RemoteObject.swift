@@ -9,7 +9,6 @@ import Observation
 /// macro for one reason: their getters also note which fields the app read
 /// (`readMask`), which `ObservableClient.narrow()` needs and the macro
 /// cannot be told to do.
-@MainActor
 protocol RemoteObject: AnyObject, Observable {
     /// The server path of the object (`/truck/donuts/{id}`): where it is read, and
     /// the prefix of its fields' change paths.

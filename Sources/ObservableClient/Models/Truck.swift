@@ -2,7 +2,6 @@ import JSON
 import Observation
 
 /// The food truck (`/truck`): its name, menu, orders and order count.
-@MainActor
 public final class Truck: CollectionOwner {
     /// The truck's name.
     public var name: String { noteRead(0, \.name); return _name }

@@ -107,15 +107,15 @@ extension ObservableClient {
         object.trackedMask |= 1 << field
         pendingRefreshes[object.path, default: 0] |= 1 << field
         guard refreshTask == nil else { return }
-        refreshTask = Task {
-            defer { self.refreshTask = nil }
+        refreshTask = spawn { client in
+            defer { client.refreshTask = nil }
             // Gather what one turn of the app reads.
             await Task.yield()
-            while let (path, bits) = self.pendingRefreshes.first {
-                self.pendingRefreshes[path] = nil
-                guard let object = self.objects[path] else { continue }
-                guard let answer = try? await self.read(self.refreshQuery(object, bits)) else { continue }
-                self.take(answer, into: object, force: true)
+            while let (path, bits) = client.pendingRefreshes.first {
+                client.pendingRefreshes[path] = nil
+                guard let object = client.objects[path] else { continue }
+                guard let answer = try? await client.read(client.refreshQuery(object, bits)) else { continue }
+                client.take(answer, into: object, force: true)
             }
         }
     }

@@ -3,11 +3,10 @@ import Observation
 import Synchronization
 import Testing
 
-/// Waits on the main actor, without blocking it, until `condition` holds;
-/// fails after `timeout` seconds.
-@MainActor
-func eventually(timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation,
-                _ what: String = "", _ condition: @MainActor () -> Bool) async throws
+/// Waits on the caller's actor, without blocking it, until `condition`
+/// holds; fails after `timeout` seconds.
+func eventually(isolation: isolated (any Actor)? = #isolation, timeout: Double = 30,
+                sourceLocation: SourceLocation = #_sourceLocation, _ what: String = "", _ condition: () -> Bool) async throws
 {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition() {
@@ -19,11 +18,10 @@ func eventually(timeout: Double = 30, sourceLocation: SourceLocation = #_sourceL
     }
 }
 
-/// Checks, for `duration` seconds, that `condition` keeps holding: fails
-/// the moment it does not.
-@MainActor
-func holds(for duration: Double, sourceLocation: SourceLocation = #_sourceLocation,
-           _ what: String = "", _ condition: @MainActor () -> Bool) async throws
+/// Checks on the caller's actor, for `duration` seconds, that `condition`
+/// keeps holding: fails the moment it does not.
+func holds(isolation: isolated (any Actor)? = #isolation, for duration: Double,
+           sourceLocation: SourceLocation = #_sourceLocation, _ what: String = "", _ condition: () -> Bool) async throws
 {
     let end = Date().addingTimeInterval(duration)
     while Date() < end {

@@ -1,0 +1,54 @@
+/// Where the client lives. The client and every object it made belong to
+/// one actor, `isolation`: the actor the client was made on (the main actor
+/// in an app, a view or a `main.swift`), else the one given to `init`, else
+/// the main actor. Its loads, writes and feed run there, so a transaction
+/// is applied in one turn of that actor and code observing the objects on
+/// it sees every change of a transaction at once, never half of one.
+///
+/// The async methods run on their caller's actor (the module is built with
+/// `NonisolatedNonsendingByDefault`), and the compiler keeps the objects,
+/// which are not `Sendable`, on the actor that holds them. The work the
+/// client starts by itself (the feed, a refresh after narrowing) is a task
+/// sent to `isolation`.
+extension ObservableClient {
+    /// Stops with a clear message when called off the client's actor.
+    func checkIsolation(_ function: StaticString = #function) {
+        isolation.preconditionIsolated(
+            "ObservableClient.\(function) called off the client's actor: use a client and its objects on the actor it was made on")
+    }
+
+    /// Runs `body` with the client as a new task on the client's actor.
+    func spawn(_ body: nonisolated(nonsending) @escaping (ObservableClient) async -> Void) -> Task<Void, Never> {
+        let work = OnActor(client: self, body: body)
+        let isolation = self.isolation
+        return Task { await run(work, on: isolation) }
+    }
+
+    /// Runs `body` with the client as a new task on the client's actor; its result or error.
+    func spawn<Result: Sendable>(_ body: nonisolated(nonsending) @escaping (ObservableClient) async throws -> Result) -> Task<Result, any Error> {
+        let work = OnActor(client: self, body: body)
+        let isolation = self.isolation
+        return Task { try await run(work, on: isolation) }
+    }
+}
+
+/// The client and work for it, carried to the client's actor. Only `run`
+/// opens it, on that actor: the actor the client and its objects belong to.
+struct OnActor<Result>: @unchecked Sendable {
+    let client: ObservableClient
+    let body: nonisolated(nonsending) (ObservableClient) async throws -> Result
+}
+
+/// `work` on `isolation`, the client's actor. The check comes first: the
+/// body must not start before the task is on the actor, and it is what
+/// makes the task take its place there before calling a body that runs
+/// wherever it is called from.
+private func run<Result>(_ work: OnActor<Result>, on isolation: isolated any Actor) async throws -> Result {
+    isolation.preconditionIsolated("a task of the client off its actor")
+    return try await work.body(work.client)
+}
+
+private func run(_ work: OnActor<Void>, on isolation: isolated any Actor) async {
+    isolation.preconditionIsolated("a task of the client off its actor")
+    try? await work.body(work.client)
+}
