@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// Text is limited in bytes as well as characters, one character cannot
-/// combine a megabyte of marks, and invisible text is blank: each refused
-/// with `422` problem+json, changing nothing.
+/// Text is limited in characters (code points) and bytes, one character a
+/// reader sees cannot combine a megabyte of marks, and invisible text is
+/// blank: each refused with `422` problem+json, changing nothing.
 @Suite struct TextLimitTests {
     /// `{"name":"…"}` with `name` as it is, in UTF-8 (no `\u` escapes), so
     /// the body is as large as the name and under `--max-body`.
@@ -32,7 +32,7 @@ import Testing
         let name = Self.combining(500_000)
         #expect(name.count == 1 && name.utf8.count == 1_000_001)
         let answer = try client.request("PATCH", "/truck", body: Self.body(name: name))
-        Self.expectRefusal(answer, "name must be at most 800 bytes in UTF-8")
+        Self.expectRefusal(answer, "name must be at most 200 characters")
         let after = try client.get("/truck")
         #expect(after.json["name"] == "Food Truck")
         #expect(after.header("ETag") == before.header("ETag"))
@@ -44,9 +44,9 @@ import Testing
         let name = Self.combining(520_000)
         #expect(name.utf8.count == 1_040_001)
         Self.expectRefusal(try client.request("POST", "/truck/donuts", body: Self.body(name: name)),
-                           "name must be at most 800 bytes in UTF-8")
+                           "name must be at most 200 characters")
         Self.expectRefusal(try client.request("PATCH", "/truck/donuts/\(Seed.glazed)", body: Self.body(name: name)),
-                           "name must be at most 800 bytes in UTF-8")
+                           "name must be at most 200 characters")
         // Short, but one character of seventeen code points.
         Self.expectRefusal(try client.request("PATCH", "/truck/donuts/\(Seed.glazed)", body: Self.body(name: Self.combining(16))),
                            "name must not combine more than 16 code points into one character")

@@ -4,8 +4,9 @@ import JSON
 import Models
 import Testing
 
-/// A text rule counts characters, bytes and the code points of each
-/// character, and "not blank" ignores what a reader cannot see.
+/// A text rule counts characters (code points, as JSON Schema's `maxLength`
+/// does), bytes and the code points of each character a reader sees, and
+/// "not blank" ignores what a reader cannot see.
 @Suite struct TextLimitsTests {
     static let name = Field.text("name")
     static let note = Field.text("note", limits: TextLimits(maxLength: 10, maxBytes: 12, allowsBlank: true))
@@ -32,10 +33,10 @@ import Testing
     }
 
     @Test func textOverTheByteLimitIsRefusedWithinTheCharacterLimit() throws {
-        // 101 flags: 101 characters, 808 bytes.
+        // A flag is two code points: 100 flags are 200 characters, 101 are 202.
         let flags = String(repeating: "🇯🇵", count: 101)
-        #expect(flags.count == 101 && flags.utf8.count == 808)
-        #expect(try Self.refusal(flags) == "name must be at most 800 bytes in UTF-8")
+        #expect(flags.unicodeScalars.count == 202 && flags.utf8.count == 808)
+        #expect(try Self.refusal(flags) == "name must be at most 200 characters")
         #expect(try Self.refusal(String(repeating: "🇯🇵", count: 100)) == nil)
         // Any 200 code points fit, whatever their width.
         #expect(try Self.refusal(String(repeating: "🍩", count: 200)) == nil)
@@ -61,12 +62,14 @@ import Testing
             == "name must not combine more than 16 code points into one character")
         #expect(try Self.refusal("a" + String(repeating: "\u{FE0F}", count: 16))
             == "name must not combine more than 16 code points into one character")
-        // A megabyte in one character: over the byte limit first.
+        // A megabyte in one character a reader sees: 500,001 code points.
         let megabyte = Self.combining(500_000)
         #expect(megabyte.count == 1 && megabyte.utf8.count == 1_000_001)
-        #expect(try Self.refusal(megabyte) == "name must be at most 800 bytes in UTF-8")
+        #expect(try Self.refusal(megabyte) == "name must be at most 200 characters")
+        // Within 200 code points, 16 marks on one letter are one too many.
+        #expect(try Self.refusal(String(repeating: "a", count: 183) + Self.combining(16)) == "name must not combine more than 16 code points into one character")
         // The byte limit of a blank-allowing field holds as well.
-        #expect(try Self.refusal(Self.combining(520_000), Self.note) == "note must be at most 12 bytes in UTF-8")
+        #expect(try Self.refusal(Self.combining(6), Self.note) == "note must be at most 12 bytes in UTF-8")
     }
 
     @Test func realTextPasses() throws {

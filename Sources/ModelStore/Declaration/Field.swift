@@ -144,15 +144,15 @@ public struct Field: Sendable {
     }
 }
 
-/// Limits on a text field's value: in characters (grapheme clusters, what a
-/// reader counts), in bytes (what storing, logging and sending it costs),
-/// and in code points per character (so no one character is a megabyte of
-/// combining marks).
+/// Limits on a text field's value: in characters (Unicode code points, as
+/// JSON Schema's `maxLength` counts them, so the API reference states the
+/// rule exactly), in bytes (what storing, logging and sending it costs),
+/// and in code points per character a reader sees (a grapheme cluster: so
+/// no one of them is a wall of combining marks).
 public struct TextLimits: Sendable {
     public var maxLength: Int
     /// At most this many bytes in UTF-8; `4 × maxLength` unless given, so
-    /// that any text of at most `maxLength` code points fits, as the API
-    /// reference's `maxLength` (which counts code points) promises.
+    /// that any text of at most `maxLength` code points fits.
     public var maxBytes: Int
     public var allowsBlank: Bool
 
@@ -175,18 +175,24 @@ public struct TextLimits: Sendable {
         return { name, value in
             guard let text = value.stringValue else { return }
             if !limits.allowsBlank && Self.isBlank(text) { throw ModelError.unprocessable("\(name) must not be empty") }
-            // One walk over the characters, which stops after `maxLength + 1`:
-            // a megabyte of letters costs no more than 201 of them.
-            var count = 0, longest = 0, index = text.startIndex
-            while index < text.endIndex && count <= limits.maxLength {
-                let next = text.index(after: index)
-                longest = max(longest, text.unicodeScalars.distance(from: index, to: next))
+            // Characters are code points, as the API reference's `maxLength`
+            // counts them. The walk stops after `maxLength + 1`: a megabyte
+            // of letters costs no more than 201 of them.
+            var count = 0
+            for _ in text.unicodeScalars {
                 count += 1
-                index = next
+                if count > limits.maxLength { break }
             }
             if count > limits.maxLength { throw ModelError.unprocessable("\(name) must be at most \(limits.maxLength) characters") }
             if text.utf8.count > limits.maxBytes {
                 throw ModelError.unprocessable("\(name) must be at most \(limits.maxBytes) bytes in UTF-8")
+            }
+            // What a reader sees as one character (a grapheme cluster) combines at most 16 code points.
+            var longest = 0, index = text.startIndex
+            while index < text.endIndex {
+                let next = text.index(after: index)
+                longest = max(longest, text.unicodeScalars.distance(from: index, to: next))
+                index = next
             }
             if longest > Self.maxScalarsPerCharacter {
                 throw ModelError.unprocessable(
