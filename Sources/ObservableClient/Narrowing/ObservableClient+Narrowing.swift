@@ -76,20 +76,13 @@ extension ObservableClient {
             grid.trackedMask = Grid.allFields
             covered.insert(grid.path)
         }
-        if let list = objects["/jobs"] as? JobList, mask(list) != 0 {
-            reads.append((list.firstPageQuery(fields: fields(list._jobs).0, covering: list._jobs.count), list))
-            list.trackedMask = JobList.allFields
+        func listRead<List: ElementList>(_ list: List) {
+            reads.append((list.firstPageQuery(fields: fields(list.held).0, covering: list.held.count), list))
+            list.trackedMask = List.allFields
             covered.insert(list.path)
         }
-        if let list = objects["/posts"] as? PostList, mask(list) != 0 {
-            reads.append((list.firstPageQuery(fields: fields(list._posts).0, covering: list._posts.count), list))
-            list.trackedMask = PostList.allFields
-            covered.insert(list.path)
-        }
-        if let list = objects["/games"] as? GameList, mask(list) != 0 {
-            reads.append((list.firstPageQuery(fields: fields(list._games).0, covering: list._games.count), list))
-            list.trackedMask = GameList.allFields
-            covered.insert(list.path)
+        for path in ["/jobs", "/posts", "/games"] {
+            if let list = objects[path] as? any ElementList, mask(list) != 0 { listRead(list) }
         }
         // Whatever was read and is not in a collection read whole: one by one.
         for (path, bits) in masks where bits != 0 && !covered.contains(path) {
@@ -129,12 +122,8 @@ extension ObservableClient {
                 query += "&orders.limit=\(min(max(truck._orders.count, configuration.ordersPageSize), 1000))&orders.order=desc"
             }
             return query
-        case let list as JobList:
-            return list.firstPageQuery(covering: list._jobs.count)
-        case let list as GameList:
-            return list.firstPageQuery(covering: list._games.count)
-        case let list as PostList:
-            return list.firstPageQuery(covering: list._posts.count)
+        case let list as any ElementList:
+            return list.firstPageQuery(covering: list.held.count)
         case is Grid:
             return object.path
         default:
