@@ -147,7 +147,10 @@ let package = Package(
         .testTarget(name: "ObservableClientTests", dependencies: ["ObservableClient", "TestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "HTTPServer", "ModelStore", "JSON"]),
         .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Concurrency", "TestSupport"]),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer", "Concurrency", "TestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         // What the test targets share: waiting on a condition with a deadline.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

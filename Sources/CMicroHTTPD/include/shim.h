@@ -88,9 +88,11 @@ osv_start_daemon(unsigned int flags, uint16_t port,
 {
     /* One worker is the daemon's own thread, without a pool: libmicrohttpd
        warns about a pool of one (or none), so the entry then repeats the
-       connection limit instead. */
+       connection limit instead. The logger comes first, so that every
+       message of libmicrohttpd's, even about the options after it, is ours. */
     int pooled = o->thread_pool_size > 1;
     struct MHD_OptionItem items[] = {
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)osv_logger, o->target_received_cls },
         { pooled ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_CONNECTION_LIMIT,
           pooled ? (intptr_t)o->thread_pool_size : (intptr_t)o->connection_limit, NULL },
         { MHD_OPTION_CONNECTION_LIMIT, o->connection_limit, NULL },
@@ -101,7 +103,6 @@ osv_start_daemon(unsigned int flags, uint16_t port,
         { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
         { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)osv_unescape, NULL },
         { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)o->target_received, o->target_received_cls },
-        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)osv_logger, o->target_received_cls },
         { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)o->connection_notified, o->target_received_cls },
         { o->bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)o->bind_address },
         { MHD_OPTION_END, 0, NULL },
