@@ -21,7 +21,11 @@ Probes:
 - CORS: an Origin of `null` or with a control character is never echoed;
 - text: a name of one letter and 100,000 combining marks, a name of only
   invisible characters (422, and the name unchanged);
-- an observer's id: a random version-4 UUID.
+- an observer's id: a random version-4 UUID;
+- numbers at the edges: page cursors, limits, a poll's `since`, `timeout`
+  and `Last-Event-ID`, `Prefer: wait=`, and the integer fields of request
+  bodies at 2^63 - 1, -2^63, 2^63, 2^64 - 1 and 1e308 (never a 5xx, and the
+  server still answers).
 """
 import argparse
 import json
@@ -248,6 +252,49 @@ def observer_id(t):
     t.request("DELETE", "/observer", headers={"Observer": identifier}, token=t.read_token)
 
 
+EDGES = ["9223372036854775807", "-9223372036854775808", "9223372036854775808", "18446744073709551615", "1e308"]
+
+
+def status_of(t, method, path, body=None, headers=None, token=None):
+    """The status of one request; None when no answer came (the server closed or died)."""
+    try:
+        return t.request(method, path, body, headers=headers, token=token)[0]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def extremes(t):
+    status, _, body = t.request("POST", "/observers", {}, token=t.read_token)
+    observer = json.loads(body)["id"] if status == 201 else "none"
+    reads = [f"/truck/donuts?after={v}" for v in EDGES] + [f"/truck/donuts?limit={v}" for v in EDGES]
+    reads += [f"/truck/donuts?order=desc&after={v}" for v in EDGES] + [f"/posts?limit=1&after={v}" for v in EDGES]
+    reads += [f"/truck?fields=orders,donuts&donuts.after={v}&donuts.limit=1" for v in EDGES]
+    reads += [f"/truck?orders.order=desc&orders.after={v}" for v in EDGES]
+    reads += [f"/observer/changes?timeout=0&since={v}" for v in EDGES] + [f"/observer/changes?timeout={v}" for v in EDGES]
+    worst = []
+    for path in reads:
+        status = status_of(t, "GET", path, headers={"Observer": observer}, token=t.read_token)
+        if status is None or status >= 500:
+            worst.append(f"{path}: {status}")
+    for name in ["Last-Event-ID", "Prefer"]:
+        for v in EDGES:
+            value = f"wait={v}" if name == "Prefer" else v
+            headers = {"Observer": observer, name: value, "Accept": "application/json"}
+            status = status_of(t, "GET", "/observer/changes?timeout=0", headers=headers, token=t.read_token)
+            if status is None or status >= 500:
+                worst.append(f"{name}: {value}: {status}")
+    for path, field in [("/truck/orders", "quantity"), ("/jobs", "total"), ("/jobs", "step"), ("/jobs", "intervalMs"),
+                        ("/games", "pairs"), ("/games", "seed"), ("/posts", "height")]:
+        for v in EDGES:
+            status = status_of(t, "POST", path, {field: json.loads(v)}, token=t.token)
+            if status is None or status >= 500:
+                worst.append(f"POST {path} {field}={v}: {status}")
+    alive = status_of(t, "GET", "/healthz", token=t.read_token)
+    record("numbers at the edges: never a 5xx, and the server still answers", not worst and alive == 200,
+           "; ".join(worst[:3]) or f"/healthz {alive}")
+    status_of(t, "DELETE", "/observer", headers={"Observer": observer}, token=t.read_token)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:8080")
@@ -263,6 +310,7 @@ def main():
     cors(target)
     text(target)
     observer_id(target)
+    extremes(target)
     if not args.skip_slow:
         slow_sender(target, args.request_timeout)
     failed = [name for name, ok in RESULTS if not ok]
