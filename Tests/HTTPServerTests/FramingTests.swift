@@ -147,7 +147,8 @@ import TestSupport
     }
 
     /// What libmicrohttpd refuses before the daemon sees the request: its
-    /// own answer (HTML, not the responder's form), sent once, and the
+    /// own answer, problem+json like every refusal of the server's (not the
+    /// responder's form: it never sees the request), sent once, and the
     /// connection closed. A chunk line longer than the connection's memory
     /// is a client's fault (`400`), however long.
     @Test(arguments: [
@@ -164,6 +165,9 @@ import TestSupport
              "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3;\(String(repeating: "e", count: 1_000_000))\r\nabc\r\n0\r\n\r\n", 400),
         Case("a chunk size of 200 KB of digits",
              "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\(String(repeating: "0", count: 200_000))3\r\nabc\r\n0\r\n\r\n", 400),
+        Case("HTTP/2.0 in the request line", "GET /echo HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+        Case("a header past the connection's memory", "GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n", 431),
+        Case("a target past the connection's memory", "GET /\(String(repeating: "a", count: 40_000)) HTTP/1.1\r\nHost: x\r\n\r\n", 414),
     ])
     func isRefusedByLibmicrohttpdItself(_ refused: Case) throws {
         let (daemon, responder) = try HTTPDaemonTests.daemon()
@@ -172,7 +176,12 @@ import TestSupport
         try? connection.send(refused.bytes)
         let answer = try connection.receive()
         #expect(answer.status == refused.status)
-        #expect(answer.headers["content-type"] != "text/x-refusal")
+        #expect(answer.headers["content-type"] == "application/problem+json")
+        let problem = try #require(try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any], "\(answer.text)")
+        #expect(problem["type"] as? String == "about:blank")
+        #expect(problem["status"] as? Int == refused.status)
+        #expect((problem["title"] as? String)?.isEmpty == false)
+        #expect((problem["detail"] as? String)?.hasSuffix(".") == true, "\(answer.text)")
         #expect(answer.headers["connection"] == "close")
         #expect(connection.unread.isEmpty, "one answer, once")
         #expect(connection.isClosedByServer())

@@ -61,6 +61,11 @@
  */
 #define HTTP_100_CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
 
+/* observable-server: each refusal of libmicrohttpd's own below is the
+   `detail` of a problem+json answer (RFC 9457), as every refusal of the
+   server is: transmit_error_response_len writes the object around it. The
+   library's HTML pages are gone. */
+
 /**
  * Response text used when the request (http header) is too big to
  * be processed.
@@ -70,7 +75,7 @@
  */
 #ifdef HAVE_MESSAGES
 #define REQUEST_TOO_BIG \
-  "<html><head><title>Request too big</title></head><body>Your HTTP header was too big for the memory constraints of this webserver.</body></html>"
+  "The request line and headers are larger than this server takes (--connection-memory)."
 #else
 #define REQUEST_TOO_BIG ""
 #endif
@@ -84,7 +89,7 @@
  */
 #ifdef HAVE_MESSAGES
 #define REQUEST_LACKS_HOST \
-  "<html><head><title>&quot;Host:&quot; header required</title></head><body>In HTTP 1.1, requests must include a &quot;Host:&quot; header, and your HTTP 1.1 request lacked such a header.</body></html>"
+  "An HTTP/1.1 request needs a Host header."
 #else
 #define REQUEST_LACKS_HOST ""
 #endif
@@ -98,7 +103,7 @@
  */
 #ifdef HAVE_MESSAGES
 #define REQUEST_MALFORMED \
-  "<html><head><title>Request malformed</title></head><body>Your HTTP request was syntactically incorrect.</body></html>"
+  "The request's line or headers are not valid HTTP."
 #else
 #define REQUEST_MALFORMED ""
 #endif
@@ -109,7 +114,7 @@
  */
 #ifdef HAVE_MESSAGES
 #define REQUEST_CHUNKED_MALFORMED \
-  "<html><head><title>Request malformed</title></head><body>Your HTTP chunked encoding was syntactically incorrect.</body></html>"
+  "The chunked body is not valid chunked encoding."
 #else
 #define REQUEST_CHUNKED_MALFORMED ""
 #endif
@@ -119,14 +124,14 @@
  * fit in the connection's memory (observable-server).
  */
 #define REQUEST_CHUNK_LINE_TOO_LONG \
-  "<html><head><title>Request malformed</title></head><body>A chunk size line of your HTTP chunked encoding was too long.</body></html>"
+  "A chunk size line of the chunked body is too long."
 
 /**
  * Response text used when the request HTTP chunk is too large.
  */
 #ifdef HAVE_MESSAGES
 #define REQUEST_CHUNK_TOO_LARGE \
-  "<html><head><title>Request content too large</title></head><body>The chunk size used in your HTTP chunked encoded request is too large.</body></html>"
+  "A chunk of the chunked body is too large."
 #else
 #define REQUEST_CHUNK_TOO_LARGE ""
 #endif
@@ -136,8 +141,7 @@
  */
 #ifdef HAVE_MESSAGES
 #define REQUEST_CONTENTLENGTH_TOOLARGE \
-  "<html><head><title>Request content too large</title></head>" \
-  "<body>Your HTTP request has too large value for <b>Content-Length</b> header.</body></html>"
+  "The Content-Length is too large."
 #else
 #define REQUEST_CONTENTLENGTH_TOOLARGE ""
 #endif
@@ -148,8 +152,7 @@
  */
 #ifdef HAVE_MESSAGES
 #define REQUEST_CONTENTLENGTH_MALFORMED \
-  "<html><head><title>Request malformed</title></head>" \
-  "<body>Your HTTP request has wrong value for <b>Content-Length</b> header.</body></html>"
+  "The Content-Length is not a length."
 #else
 #define REQUEST_CONTENTLENGTH_MALFORMED ""
 #endif
@@ -162,7 +165,7 @@
  */
 #ifdef HAVE_MESSAGES
 #define INTERNAL_ERROR \
-  "<html><head><title>Internal server error</title></head><body>Please ask the developer of this Web server to carefully read the GNU libmicrohttpd documentation about connection management and blocking.</body></html>"
+  "The server could not answer this request."
 #else
 #define INTERNAL_ERROR ""
 #endif
@@ -172,7 +175,7 @@
  */
 #ifdef HAVE_MESSAGES
 #define REQ_HTTP_VER_IS_TOO_OLD \
-  "<html><head><title>Requested HTTP version is not supported</title></head><body>Requested HTTP version is too old and not supported.</body></html>"
+  "This HTTP version is too old: HTTP/1.0 and HTTP/1.1 are served."
 #else
 #define REQ_HTTP_VER_IS_TOO_OLD ""
 #endif
@@ -182,7 +185,7 @@
  */
 #ifdef HAVE_MESSAGES
 #define REQ_HTTP_VER_IS_NOT_SUPPORTED \
-  "<html><head><title>Requested HTTP version is not supported</title></head><body>Requested HTTP version is not supported.</body></html>"
+  "This HTTP version is not supported: HTTP/1.0 and HTTP/1.1 are served."
 #else
 #define REQ_HTTP_VER_IS_NOT_SUPPORTED ""
 #endif
@@ -2332,9 +2335,30 @@ transmit_error_response_len (struct MHD_Connection *connection,
     MHD_destroy_response (connection->response);
     connection->response = NULL;
   }
-  response = MHD_create_response_from_buffer (message_len,
-                                              (void *) message,
-                                              MHD_RESPMEM_PERSISTENT);
+  /* observable-server: the answer is problem+json, `message` its detail
+     (text without quotes or backslashes), the status's reason its title. */
+  {
+    char body[512];
+    const char *title = MHD_get_reason_phrase_for (status_code);
+    int body_len = snprintf (body, sizeof (body),
+                             "{\"type\":\"about:blank\",\"title\":\"%s\","
+                             "\"status\":%u,\"detail\":\"%.*s\"}",
+                             (NULL != title && '\0' != title[0]) ? title : "Error",
+                             status_code, (int) message_len, message);
+    if ((0 > body_len) || ((size_t) body_len >= sizeof (body)))
+      body_len = 0;
+    response = MHD_create_response_from_buffer ((size_t) body_len,
+                                                body,
+                                                MHD_RESPMEM_MUST_COPY);
+    if ((NULL != response) &&
+        (MHD_NO == MHD_add_response_header (response,
+                                            MHD_HTTP_HEADER_CONTENT_TYPE,
+                                            "application/problem+json")))
+    {
+      MHD_destroy_response (response);
+      response = NULL;
+    }
+  }
   if (NULL == response)
   {
 #ifdef HAVE_MESSAGES
