@@ -14,8 +14,9 @@ import Observation
 /// The client holds one observer on the server. Every load is a `GET` with
 /// it, so the server tracks exactly what was loaded; one feed (an event
 /// stream, else long-polling) brings each transaction's changes, applied at
-/// once on the main actor. Each server element is one object for as long as
-/// the client lives. Call `close()` when done: the feed holds the client.
+/// once on the client's actor (`isolation`: by default the one it is made
+/// on, the main actor in an app). Each server element is one object for as
+/// long as the client lives. Call `close()` when done: the feed holds the client.
 public final class ObservableClient: Observable {
     /// How the client connects and pages; the defaults suit most apps.
     public struct Configuration: Sendable {

@@ -1,9 +1,10 @@
 /// Where the client lives. The client and every object it made belong to
-/// one actor, `isolation`: the actor the client was made on (the main actor
-/// in an app, a view or a `main.swift`), else the one given to `init`, else
-/// the main actor. Its loads, writes and feed run there, so a transaction
-/// is applied in one turn of that actor and code observing the objects on
-/// it sees every change of a transaction at once, never half of one.
+/// one actor, `isolation`: the one given to `init`, by default the actor
+/// `init` is called on (the main actor in an app, a view or a
+/// `main.swift`), and the main actor when it is called outside any actor.
+/// Its loads, writes and feed run there, so a transaction is applied in one
+/// turn of that actor and code observing the objects on it sees every
+/// change of a transaction at once, never half of one.
 ///
 /// The async methods run on their caller's actor (the module is built with
 /// `NonisolatedNonsendingByDefault`), and the compiler keeps the objects,
