@@ -20,20 +20,24 @@ extension ObservableClient {
 
     /// Loads the dot grid, tracked from now on.
     public func grid() async throws -> Grid {
-        let answer = try await read("/grid")
-        let grid = singleton(Grid.self, "/grid") { Grid(client: self) }
-        take(answer, into: grid)
-        loaded.grid = true
-        return grid
+        try await loadSingleton("/grid", noting: \.grid) { Grid(client: self) }
     }
 
     /// Loads who is signed in, tracked from now on.
     public func account() async throws -> Account {
-        let answer = try await read("/account")
-        let account = singleton(Account.self, "/account") { Account(client: self) }
-        take(answer, into: account)
-        loaded.account = true
-        return account
+        try await loadSingleton("/account", noting: \.account) { Account(client: self) }
+    }
+
+    /// Reads the singleton at `path` into its one object, made with `make`
+    /// the first time, and notes it as loaded (to read again with a new observer).
+    func loadSingleton<Object: RemoteObject>(_ path: String, noting flag: WritableKeyPath<LoadedResources, Bool>,
+                                              make: () -> Object) async throws -> Object
+    {
+        let answer = try await read(path)
+        let object = singleton(Object.self, path, make: make)
+        take(answer, into: object)
+        loaded[keyPath: flag] = true
+        return object
     }
 
     /// Loads every job, tracked from now on: new ones join, deleted ones leave.
