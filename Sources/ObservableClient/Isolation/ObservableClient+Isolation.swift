@@ -22,7 +22,7 @@ extension ObservableClient {
     func spawn(_ body: nonisolated(nonsending) @escaping (ObservableClient) async -> Void) -> Task<Void, Never> {
         let work = OnActor(client: self, body: body)
         let isolation = self.isolation
-        return Task { await run(work, on: isolation) }
+        return Task { try? await run(work, on: isolation) }
     }
 
     /// Runs `body` with the client as a new task on the client's actor; its result or error.
@@ -47,9 +47,4 @@ struct OnActor<Result>: @unchecked Sendable {
 private func run<Result>(_ work: OnActor<Result>, on isolation: isolated any Actor) async throws -> Result {
     isolation.preconditionIsolated("a task of the client off its actor")
     return try await work.body(work.client)
-}
-
-private func run(_ work: OnActor<Void>, on isolation: isolated any Actor) async {
-    isolation.preconditionIsolated("a task of the client off its actor")
-    try? await work.body(work.client)
 }

@@ -10,7 +10,6 @@ protocol ElementList: PagedList {
     static var elementsKey: KeyPath<Self, [Item]> { get }
     /// Where the elements are kept (`\._jobs`).
     static var storage: ReferenceWritableKeyPath<Self, [Item]> { get }
-    var nextPage: String? { get set }
 }
 
 extension ElementList {
