@@ -176,12 +176,15 @@ public struct TextLimits: Sendable {
             guard let text = value.stringValue else { return }
             if !limits.allowsBlank && Self.isBlank(text) { throw ModelError.unprocessable("\(name) must not be empty") }
             // Characters are code points, as the API reference's `maxLength`
-            // counts them. The walk stops after `maxLength + 1`: a megabyte
-            // of letters costs no more than 201 of them.
+            // counts them; no more than there are bytes, so only a text of
+            // more bytes than the limit is counted. The walk stops after
+            // `maxLength + 1`: a megabyte of letters costs no more than 201.
             var count = 0
-            for _ in text.unicodeScalars {
-                count += 1
-                if count > limits.maxLength { break }
+            if text.utf8.count > limits.maxLength {
+                for _ in text.unicodeScalars {
+                    count += 1
+                    if count > limits.maxLength { break }
+                }
             }
             if count > limits.maxLength { throw ModelError.unprocessable("\(name) must be at most \(limits.maxLength) characters") }
             if text.utf8.count > limits.maxBytes {
