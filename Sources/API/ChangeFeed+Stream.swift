@@ -3,14 +3,14 @@ import HTTPServer
 import JSON
 import ModelObservation
 import ModelStore
-import Synchronization
 
 /// The change feed as a stream of Server-Sent Events (`Accept:
 /// text/event-stream`): one event per transaction that concerns the
 /// observer, resumable by `Last-Event-ID`.
 extension ChangeFeed {
     /// An open stream, registered in the registry as its observer's waiter
-    /// whenever it has nothing to send.
+    /// whenever it has nothing to send; the registry keeps its state
+    /// (closed, superseded).
     final class StreamingPoll: StreamWaiter, @unchecked Sendable {
         // Safe to share: `cursor` and `sentRetry` are only touched by the
         // thread delivering to it, one at a time (under `delivering`).
@@ -20,16 +20,6 @@ extension ChangeFeed {
         var cursor: Int64
         var sentRetry = false
         let delivering = Locked(())
-        /// Set, under the registry's lock, when a poll or another stream of
-        /// its observer takes its place: it answers nothing more from then
-        /// on, so the cursor it moves is never newer than theirs, even
-        /// when it was delivering at the moment (not parked, so not found
-        /// as the observer's waiter).
-        let superseded = Atomic<Bool>(false)
-
-        var isOpen: Bool { stream.isOpen }
-        var isSuperseded: Bool { superseded.load(ordering: .acquiring) }
-        func supersede() { superseded.store(true, ordering: .releasing) }
 
         init(observer: String, cursor: Int64, coalesce: Bool, stream: EventStream) {
             self.observer = observer
@@ -50,7 +40,7 @@ extension ChangeFeed {
     {
         // The resume point is checked before the answer's headers go out.
         let checked: (cursor: Int64, gone: Int64?)
-        switch registry.resumePoint(of: observer, since: since) {
+        switch feed.resumePoint(of: observer, since: since) {
         case .unknownObserver: throw APIError(404, "no observer \(observer)")
         case .ahead(let newest): throw APIError(400, "since is ahead of the newest change \(newest)")
         case .from(let cursor, let gone): checked = (cursor, gone)
@@ -75,7 +65,7 @@ extension ChangeFeed {
             guard let self else { return }
             if let client { self.streamEnded(of: observer, for: client) }
             guard let poll = holder.withLock({ $0 }) else { return }
-            self.registry.closeStream(poll, of: observer)
+            self.feed.closeStream(poll, of: observer)
         }) else {
             if let client { streamEnded(of: observer, for: client) }
             throw APIError(503, "the server is stopping")
@@ -98,7 +88,7 @@ extension ChangeFeed {
         }
         // The observer's one consumer: a poll or stream parked before, or a
         // stream delivering now, gives way.
-        let (displaced, earlier) = registry.openStream(poll, of: observer)
+        let (displaced, earlier) = feed.openStream(poll, of: observer)
         if let displaced { giveWay([(observer, displaced)]) }
         (earlier as? StreamingPoll)?.stream.close()
         store.announceParked(observer, stream: true)
@@ -146,14 +136,14 @@ extension ChangeFeed {
         poll.delivering.withLock { _ in
             var sent: Int64?
             while poll.stream.isOpen, !poll.stream.isBlocked {
-                let answer = registry.pollStream(poll, of: poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce,
+                let answer = feed.pollStream(poll, of: poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce,
                                                  now: ServerClock.wallSeconds)
                 guard let result = answer else {
                     poll.stream.close()
                     return sent
                 }
                 switch result {
-                case .parked:
+                case .parked, .nothingYet:
                     return sent
                 case .changes(let changes, let cursor):
                     guard !changes.isEmpty else {

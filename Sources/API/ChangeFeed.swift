@@ -3,47 +3,22 @@ import JSON
 import ModelObservation
 import ModelStore
 import Concurrency
-import Synchronization
 
 /// The long-polling change feed: answers `GET /observers/{id}/changes` at
 /// once when there is something to say, parks it otherwise, and answers
 /// parked polls when a change they read is committed.
 final class ChangeFeed: Sendable {
-    /// A parked `changes` request.
-    final class ParkedPoll: PollWaiter {
-        let observer: String
-        let since: Int64?
-        let limit: Int
-        let coalesce: Bool
+    /// A parked `changes` request: the registry keeps its state (claimed,
+    /// expired), this its connection and its answer's headers.
+    final class ParkedPoll: PollWaiter, @unchecked Sendable {
+        // Safe to share: `headers` is set once, `parked` is locked.
         /// Headers every answer to this poll carries (CORS).
         let headers: [(name: String, value: String)]
         let parked = Locked<ParkedConnection?>(nil)
-        /// Set when its deadline passes (or the server stops): from then on
-        /// a wake-up does not park it again.
-        /// (An atomic flag, not a `Locked`: it costs a parked poll no allocation of its own.)
-        let expired = Atomic<Bool>(false)
-        var isExpired: Bool { expired.load(ordering: .acquiring) }
-        /// Taken, under the registry's lock, by whoever works out its answer
-        /// (a wake, its deadline, a newer poll, a deletion) before the
-        /// answer moves the observer's cursor: two of them must not both
-        /// move it when only one answer reaches the client. A wake that
-        /// parks it again gives it back.
-        let claimed = Atomic<Bool>(false)
-
-        func claim() -> Bool {
-            claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-        }
-
-        func unclaim() {
-            claimed.store(false, ordering: .releasing)
-        }
 
         init(observer: String, since: Int64?, limit: Int, coalesce: Bool, headers: [(name: String, value: String)]) {
-            self.observer = observer
-            self.since = since
-            self.limit = limit
-            self.coalesce = coalesce
             self.headers = headers
+            super.init(observer: observer, since: since, limit: limit, coalesce: coalesce)
         }
 
         /// The poll's answer, finished as every answer is (`RouteContext.finish`);
@@ -81,9 +56,13 @@ final class ChangeFeed: Sendable {
         self.daemon.withLock { $0.object = daemon }
     }
 
-    var registry: ObservationRegistry { store.registry }
+    /// The store's door to the observers' consumers and changes.
+    var feed: ObserverFeed { store.feed }
 
-    /// Answers a poll now, or parks it for up to `timeout`.
+    /// Answers a poll now, or parks it for up to `timeout`: checked, then
+    /// (when there is nothing to say yet) its connection parked, then
+    /// checked again as its waiter registers, so that a change committed
+    /// in between answers it.
     func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, repair: Bool = false, timeout: Duration,
               headers: [(name: String, value: String)], connection: Connection) throws -> Reply
     {
@@ -91,49 +70,71 @@ final class ChangeFeed: Sendable {
         var saved: Int64?
         if since == nil { saved = try store.refreshCursor(of: observer) }
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
-        let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
-            guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
-                waiter.expired.store(true, ordering: .releasing)
-                guard let response = self.answerAtDeadline(waiter) else { return nil }
-                counter.record(response.status)
-                return response
-            }) else { return nil }
-            waiter.parked.withLock { $0 = parked }
-            return waiter
-        } : nil
         // A poll is the observer's consumer: a stream open for it ends, in
         // the same operation as the poll, parked or delivering now (it
         // stops before its next answer).
-        let (result, displaced, ended) = registry.pollAsConsumer(observer, since: since, limit: limit, coalesce: coalesce,
-                                                                 now: ServerClock.wallSeconds, park: park)
-        let givingWay = ended + [displaced].compactMap { $0 }
-        if !givingWay.isEmpty { giveWay(givingWay.map { (observer, $0) }) }
-        if case .parked = result {
-            store.announceParked(observer)
-            return .parked
+        var (result, displaced, ended) = feed.poll(observer, since: since, limit: limit, coalesce: coalesce,
+                                                   now: ServerClock.wallSeconds, parking: timeout > .zero ? .ask : .never)
+        var givingWay = ended + [displaced].compactMap { $0 }
+        if case .nothingYet = result {
+            let parked = connection.park(timeout: timeout, onDeadline: { [self] in
+                waiter.expire()
+                guard let response = self.answerAtDeadline(waiter) else { return nil }
+                counter.record(response.status)
+                return response
+            })
+            if let parked { waiter.parked.withLock { $0 = parked } }
+            (result, displaced, ended) = feed.poll(observer, since: since, limit: limit, coalesce: coalesce, now: ServerClock.wallSeconds,
+                                                   parking: parked != nil ? .waiter(waiter) : .never)
+            givingWay += ended + [displaced].compactMap { $0 }
+            if !givingWay.isEmpty { giveWay(givingWay.map { (observer, $0) }) }
+            if case .parked = result {
+                store.announceParked(observer)
+                return .parked
+            }
+            if let parked {
+                // Parked, then answered by what came in between: through
+                // the parked connection, claimed for this.
+                let response: HTTPResponse
+                do {
+                    response = try answer(result, of: waiter, repair: repair, saved: saved)
+                } catch {
+                    response = waiter.finish(.failure(error))
+                }
+                resume([(parked, response)])
+                return .parked
+            }
+        } else if !givingWay.isEmpty {
+            giveWay(givingWay.map { (observer, $0) })
         }
+        return .response(try answer(result, of: waiter, repair: repair, saved: saved))
+    }
+
+    /// The answer to a poll answered at once (not parked).
+    private func answer(_ result: ObservationRegistry.Poll, of waiter: ParkedPoll, repair: Bool, saved: Int64?) throws -> HTTPResponse {
+        let observer = waiter.observer
         // Answered at once: a stream of it open on another instance ends,
         // as one open here did.
         if case .unknownObserver = result {} else { store.endStreamElsewhere(of: observer) }
         switch result {
         case .gone where repair:
             // Past retention: the current value of everything it reads, at once.
-            let repaired = try store.repair(observer, since: since ?? registry.cursor(of: observer) ?? 0)
+            let repaired = try store.repair(observer, since: waiter.since ?? feed.cursor(of: observer) ?? 0)
             try store.saveCursors([(observer, repaired.cursor)])
-            return .response(waiter.finish(.success(Self.feedResponse(repaired.changes, cursor: repaired.cursor))))
+            return waiter.finish(.success(Self.feedResponse(repaired.changes, cursor: repaired.cursor)))
         case .changes(_, let cursor):
             // The next poll may come through another instance, without
             // `since`: saved, unless it is the one just read back.
             if cursor != saved { try store.saveCursors([(observer, cursor)]) }
-            return .response(waiter.finish(Self.response(for: result)))
+            return waiter.finish(Self.response(for: result))
         default:
-            return .response(waiter.finish(Self.response(for: result)))
+            return waiter.finish(Self.response(for: result))
         }
     }
 
     /// Answers parked polls that gave way to a newer poll of their observer
     /// (one parked poll per observer): with no changes, at their cursor.
-    func giveWay(_ displaced: [(observer: String, waiter: any ChangeWaiter)]) {
+    func giveWay(_ displaced: [(observer: String, waiter: ChangeWaiter)]) {
         var answers: [(ParkedConnection, HTTPResponse)] = []
         for (observer, waiter) in displaced {
             if let stream = waiter as? StreamingPoll {
@@ -141,7 +142,7 @@ final class ChangeFeed: Sendable {
                 continue
             }
             guard let poll = waiter as? ParkedPoll, let connection = poll.connection, poll.claim() else { continue }
-            let cursor = poll.since ?? registry.cursorOrNewest(of: observer)
+            let cursor = poll.since ?? feed.cursorOrNewest(of: observer)
             answers.append((connection, poll.finish(.success(Self.feedResponse([], cursor: cursor)))))
         }
         resume(answers)
@@ -149,7 +150,7 @@ final class ChangeFeed: Sendable {
 
     /// Answers the parked polls of observers that have something new, and
     /// parks again those whose changes fold to nothing (`coalesce`).
-    func wake(_ woken: [(observer: String, waiter: any ChangeWaiter)]) {
+    func wake(_ woken: [(observer: String, waiter: ChangeWaiter)]) {
         var answers: [(ParkedConnection, HTTPResponse)] = []
         answers.reserveCapacity(woken.count)
         // A change many read gives many of them the same answer: it is
@@ -170,7 +171,7 @@ final class ChangeFeed: Sendable {
             // (With the planted fault `wake-every-poll`, answered even when
             // nothing it read changed.)
             let parkAgain = PlantedFault.current != .wakeEveryPoll
-            let answer = registry.repoll(poll, parkAgain: parkAgain, now: ServerClock.wallSeconds)
+            let answer = feed.repoll(poll, parkAgain: parkAgain, now: ServerClock.wallSeconds)
             // Its deadline, or a newer poll, answers it.
             guard let result = answer else { continue }
             if case .parked = result { continue }
@@ -209,7 +210,7 @@ final class ChangeFeed: Sendable {
     }
 
     /// Answers the parked poll of a deleted observer.
-    func observerDeleted(_ waiter: (any ChangeWaiter)?) {
+    func observerDeleted(_ waiter: ChangeWaiter?) {
         if let stream = waiter as? StreamingPoll { stream.stream.close() }
         guard let poll = waiter as? ParkedPoll, let connection = poll.connection, poll.claim() else { return }
         resume([(connection, poll.finish(.failure(APIError(404, "observer \(poll.observer) was deleted"))))])
@@ -225,7 +226,7 @@ final class ChangeFeed: Sendable {
     /// with the cursor, which is saved where instances share it. Nil when
     /// a wake, a newer poll or a deletion took the answering on itself.
     private func answerAtDeadline(_ poll: ParkedPoll) -> HTTPResponse? {
-        let answered = registry.answerAtDeadline(poll, now: ServerClock.wallSeconds)
+        let answered = feed.answerAtDeadline(poll, now: ServerClock.wallSeconds)
         guard let (result, before) = answered else { return nil }
         // Saved only when it moved: many polls may pass their deadline at once.
         if case .changes(_, let cursor) = result, cursor != before { saveCursors([(poll.observer, cursor)]) }
@@ -239,7 +240,7 @@ final class ChangeFeed: Sendable {
         case .gone(let oldest): return .failure(Problem.gone(prunedThrough: oldest))
         case .ahead(let newest): return .failure(APIError(400, "since is ahead of the newest change \(newest)"))
         case .changes(let changes, let cursor): return .success(feedResponse(changes, cursor: cursor))
-        case .parked: return .failure(APIError(500, "unexpected parked poll"))
+        case .parked, .nothingYet: return .failure(APIError(500, "unexpected parked poll"))
         }
     }
 

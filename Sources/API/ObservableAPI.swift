@@ -103,7 +103,7 @@ public final class ObservableAPI: Sendable {
         let kept = conditional ? nil : answers.answer(to: request.path, query: request.query, in: snapshot)
         // An observer it does not know is refused before a read is
         // rendered; the read of a kept answer finds it out when tracked.
-        if let observer, kept == nil || request.method == "HEAD", !store.registry.knows(observer) {
+        if let observer, kept == nil || request.method == "HEAD", !store.knowsObserver(observer) {
             throw Self.unknownObserver(observer)
         }
         let representation: Representation
@@ -123,7 +123,7 @@ public final class ObservableAPI: Sendable {
         // A HEAD shows no values, so its observer has read nothing; it is
         // still a use of the observer.
         if let observer, request.method == "HEAD" {
-            _ = store.registry.touch(observer, now: ServerClock.wallSeconds)
+            store.touchObserver(observer, now: ServerClock.wallSeconds)
         }
         guard let observer, request.method != "HEAD" else { return .response(response) }
         return try answer(context, response, once: representation.reads, by: observer, at: snapshot.state.seq, suspended: suspended)

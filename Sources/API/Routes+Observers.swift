@@ -51,10 +51,10 @@ extension ObservableAPI {
             try store.synchronize()
             // The cursor last answered through any instance.
             try store.refreshCursor(of: id)
-            guard let observer = store.registry.touchedObserver(id, now: ServerClock.wallSeconds) else {
+            guard let observer = store.touchedObserver(id, now: ServerClock.wallSeconds) else {
                 throw APIError(404, "no observer \(id)")
             }
-            return .response(Self.json(JSONWriter.bytes(json(observer)), request: context.request, cursor: store.registry.lastSeq))
+            return .response(Self.json(JSONWriter.bytes(json(observer)), request: context.request, cursor: store.lastSeq))
         }
         router.delete(base, access: .read) { [self] context in
             let waiter = try store.deleteObserver(Self.observerId(context))

@@ -6,7 +6,7 @@ extension ObservableAPI {
     func addOperationRoutes(to router: Router) {
         router.get("/healthz", access: .open) { [self] context in
             guard store.isDatabaseReachable else { throw ModelError(.busy, "The database cannot be reached; retry shortly.") }
-            let seq = store.registry.lastSeq
+            let seq = store.lastSeq
             var body: [UInt8] = []
             var object = JSONObjectWriting(into: &body)
             object.member("status", "ok", into: &body)
@@ -21,6 +21,7 @@ extension ObservableAPI {
         router.get("/metrics") { [self] context in
             let daemon = daemonGauges()
             let commits = store.commitCounts
+            let facts = store.observerFacts
             let text = metrics.render(counters: [
                 ("observable_commits_total", "Transactions committed by writes.", commits.transactions),
                 ("observable_writes_committed_total", "Writes committed; several waiting writes share one transaction.", commits.writes),
@@ -28,14 +29,14 @@ extension ObservableAPI {
                 ("observable_longpolls_parked", "Long-polls parked now.", Int64(daemon.parked)),
                 ("observable_streams_open", "Event streams of the change feed open now.", Int64(daemon.streams)),
                 ("observable_connections", "HTTP connections open now.", Int64(daemon.connections)),
-                ("observable_observers", "Observers known.", Int64(store.registry.observerCount)),
-                ("observable_observer_clients", "Clients holding observers.", Int64(store.registry.owners.count)),
+                ("observable_observers", "Observers known.", Int64(facts.observers)),
+                ("observable_observer_clients", "Clients holding observers.", Int64(facts.clients)),
                 ("observable_registry_bytes", "Bytes the observation registry is estimated to hold: observers, their reads and inboxes, the retained change log.",
-                 Int64(store.registry.memoryBytes)),
-                ("observable_change_seq", "Seq of the newest committed change.", store.registry.lastSeq),
+                 Int64(facts.bytes)),
+                ("observable_change_seq", "Seq of the newest committed change.", store.lastSeq),
             ], quotas: quotaReports)
             var response = HTTPResponse(status: 200, body: Array(text.utf8))
-            response.setHeader("Observation-Cursor", String(store.registry.lastSeq))
+            response.setHeader("Observation-Cursor", String(store.lastSeq))
             response.setHeader("Content-Type", "text/plain; version=0.0.4")
             response.setHeader("Cache-Control", "no-store")
             return .response(response)

@@ -3,12 +3,14 @@ import Concurrency
 /// Every observer, what it has read, the recent change log and the feed's
 /// consumers (parked polls, open streams), behind one lock of its own.
 ///
-/// Each operation takes the lock once: what must happen with no other
-/// operation in between (a poll that parks, a read tracked and persisted,
-/// a consumer that takes another's place) is one operation here, never a
-/// sequence of calls. Closures an operation takes (`park`, `storing`,
-/// `implied`, `then`) run under the lock and must not call back into the
-/// registry. Whom to wake is returned, to be woken after the lock.
+/// Each operation takes the lock once, and runs only the registry's own
+/// code under it: no closure of a caller, no method a caller overrides
+/// (a waiter's state is the registry's, see `ChangeWaiter`). What must be
+/// stored before it takes effect is planned, stored by the caller, then
+/// applied (`planTrack`, `applyTrack`); a poll with nothing to say is
+/// checked, parked by the caller, then checked again as it registers
+/// (`pollAsConsumer`, `Parking`). Whom to wake is returned, to be woken
+/// after the lock.
 public final class ObservationRegistry: Sendable {
     /// The outcome of asking for an observer's changes.
     public enum Poll: Sendable {
@@ -19,8 +21,11 @@ public final class ObservationRegistry: Sendable {
         case ahead(newest: Int64)
         /// Changes for this observer (possibly none) and the next cursor.
         case changes([Change], cursor: Int64)
-        /// Nothing new yet: the waiter from `park` is now registered.
+        /// Nothing new yet: the waiter is now registered.
         case parked
+        /// Nothing new yet, and nothing moved: asked with `Parking.ask`,
+        /// for the caller to park and ask again with its waiter.
+        case nothingYet
     }
 
     public enum TrackResult: Sendable {
@@ -31,15 +36,29 @@ public final class ObservationRegistry: Sendable {
         /// Reads added (key and the `seq` it counts as read at), and a
         /// parked waiter to wake if the log already holds a change for them
         /// (a write that landed between the read and now).
-        case tracked(added: [(PropertyKey, Int64)], wake: (any ChangeWaiter)?)
+        case tracked(added: [(PropertyKey, Int64)], wake: ChangeWaiter?)
     }
 
     /// What `track` is to do.
     public enum TrackPlan: Sendable {
         case refused(TrackResult)
         /// Reads to add, and whether changes already in the log reach the
-        /// observer through them.
-        case reads([(PropertyKey, Int64)], replayed: Bool)
+        /// observer through them; `firstRead`, the keys, when they are the
+        /// last first read's (all at one `seq`), to be joined as such.
+        case reads([(PropertyKey, Int64)], replayed: Bool, firstRead: [PropertyKey]? = nil)
+    }
+
+    /// What a poll with nothing to say does.
+    public enum Parking: Sendable {
+        /// Answers no changes, at its cursor.
+        case never
+        /// Answers `nothingYet`, moving nothing: the caller parks its
+        /// waiter outside the lock, then asks again with it.
+        case ask
+        /// Registers the waiter (unless it expired or was claimed meanwhile:
+        /// then its deadline answers it). A poll waiter answered instead,
+        /// with changes that came in between, is claimed for the caller.
+        case waiter(ChangeWaiter)
     }
 
     /// What another instance did, applied in its commit order (`apply`).
@@ -98,7 +117,7 @@ public final class ObservationRegistry: Sendable {
     /// Replaces everything it knows with what was loaded again (see
     /// `restore`), keeping the parked waiters: returned, each with its
     /// observer, for the caller to ask again.
-    public func reload(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) -> [(observer: String, waiter: any ChangeWaiter)] {
+    public func reload(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) -> [(observer: String, waiter: ChangeWaiter)] {
         core.withLock { $0.reload(observers: observers, changes: changes, lastSeq: lastSeq) }
     }
 
@@ -202,18 +221,14 @@ public final class ObservationRegistry: Sendable {
     }
 
     /// Removes observer `id`; returns whether it existed, and its parked waiter.
-    public func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
+    public func remove(_ id: String) -> (existed: Bool, waiter: ChangeWaiter?) {
         core.withLock { $0.remove(id) }
     }
 
     /// Forgets every read of observer `id`; false when there is no such
-    /// observer. `then` runs under the lock once they are forgotten.
-    public func clearReads(_ id: String, now: Double, then: () -> Void = {}) -> Bool {
-        core.withLock { core in
-            guard core.clearReads(id, now: now) else { return false }
-            then()
-            return true
-        }
+    /// observer.
+    public func clearReads(_ id: String, now: Double) -> Bool {
+        core.withLock { $0.clearReads(id, now: now) }
     }
 
     /// Marks observer `id` used; false when there is no such observer.
@@ -241,18 +256,6 @@ public final class ObservationRegistry: Sendable {
         core.withLock { $0.track(id, keys: keys, at: seq, now: now) }
     }
 
-    /// Plans a read of `keys` by observer `id`, calls `store` with the
-    /// reads it adds (when it adds any) under the lock, then applies them:
-    /// no change is published and no poll answered in between. When
-    /// `store` throws, nothing was added. `store` is also given the keys
-    /// of the reads when they are the last first read's, which all have
-    /// one `seq`: the same array each time.
-    public func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double,
-                      storing store: ([(PropertyKey, Int64)], _ keys: [PropertyKey]?) throws -> Void) rethrows -> TrackResult
-    {
-        try core.withLock { try $0.track(id, keys: keys, at: seq, now: now, storing: store) }
-    }
-
     /// Works out the reads observer `id` adds by reading `keys` in a
     /// response that reflected every change up to `seq`, with those
     /// implied by inserts committed since; marks it used, adds nothing yet.
@@ -260,9 +263,10 @@ public final class ObservationRegistry: Sendable {
         core.withLock { $0.planTrack(id, keys: keys, at: seq, now: now) }
     }
 
-    /// Adds the reads `planTrack` worked out, once they are stored.
-    public func applyTrack(_ id: String, _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult {
-        core.withLock { $0.applyTrack(id, added, replayed: replayed) }
+    /// Adds the reads `planTrack` worked out, once they are stored; `keys`
+    /// are the keys read.
+    public func applyTrack(_ id: String, _ plan: TrackPlan, keys: [PropertyKey]? = nil) -> TrackResult {
+        core.withLock { $0.applyTrack(id, plan, keys: keys) }
     }
 
     /// Works out the reads each of `reads` adds (see `RegistryCore.planTrack`),
@@ -274,32 +278,37 @@ public final class ObservationRegistry: Sendable {
     }
 
     /// Adds the reads `planTracks` worked out, once they are stored.
-    public func applyTracks(_ planned: [(observer: String, added: [(PropertyKey, Int64)], replayed: Bool)]) -> [TrackResult] {
-        core.withLock { core in planned.map { core.applyTrack($0.observer, $0.added, replayed: $0.replayed) } }
+    public func applyTracks(_ planned: [(observer: String, plan: TrackPlan, keys: [PropertyKey])]) -> [TrackResult] {
+        core.withLock { core in planned.map { core.applyTrack($0.observer, $0.plan, keys: $0.keys) } }
     }
 
     // MARK: - Changes
 
     /// Appends committed changes (in `seq` order) to the log and returns the
     /// parked waiters of the observers that receive any of them, removed
-    /// from the registry. `implied` is told, under the lock, of the reads
-    /// each insert adds to each of its receivers (observer, `seq`, keys).
-    public func publish(_ changes: [Change], implied: ((String, Int64, [PropertyKey]) -> Void)? = nil)
-        -> [(observer: String, waiter: any ChangeWaiter)]
+    /// from the registry.
+    public func publish(_ changes: [Change]) -> [(observer: String, waiter: ChangeWaiter)] {
+        core.withLock { $0.publish(changes).woken }
+    }
+
+    /// `publish`, also returning the reads each insert adds to each of its
+    /// receivers, for the caller to make durable.
+    public func publishCollectingImplied(_ changes: [Change])
+        -> (woken: [(observer: String, waiter: ChangeWaiter)], implied: [ObserverReads])
     {
-        core.withLock { $0.publish(changes, implied: implied) }
+        core.withLock { $0.publish(changes, collectingImplied: true) }
     }
 
     /// Applies what another instance did, in order, under one hold of the
     /// lock; returns the waiters to wake.
-    public func apply(_ events: [Event]) -> [(observer: String, waiter: any ChangeWaiter)] {
+    public func apply(_ events: [Event]) -> [(observer: String, waiter: ChangeWaiter)] {
         guard !events.isEmpty else { return [] }
         return core.withLock { core in
-            var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+            var woken: [(observer: String, waiter: ChangeWaiter)] = []
             for event in events {
                 switch event {
                 case .published(let changes):
-                    woken += core.publish(changes)
+                    woken += core.publish(changes).woken
                 case .added(let observer):
                     core.add(observer)
                 case .removed(let id):
@@ -308,8 +317,8 @@ public final class ObservationRegistry: Sendable {
                     _ = core.clearReads(id, now: now)
                 case .tracked(let id, let keys, let seq, let now):
                     // Stored by the other instance: tracked here whatever this one's memory.
-                    if case .reads(let added, let replayed) = core.planTrack(id, keys: keys, at: seq, now: now, enforcingMemory: false),
-                       case .tracked(_, let waiter?) = core.applyTrack(id, added, replayed: replayed)
+                    if case .tracked(_, let waiter?) = core.applyTrack(
+                        id, core.planTrack(id, keys: keys, at: seq, now: now, enforcingMemory: false), keys: keys)
                     {
                         woken.append((id, waiter))
                     }
@@ -319,40 +328,45 @@ public final class ObservationRegistry: Sendable {
         }
     }
 
-    /// Runs `body` with no operation of the registry under way: whatever
-    /// operations persist under the lock (`track(storing:)`, `publish`'s
-    /// `implied`, `clearReads`' `then`) is then not in flight.
-    public func quiesced<T>(_ body: () throws -> T) rethrows -> T {
-        try core.withLock { _ in try body() }
-    }
-
     // MARK: - The feed
 
     /// Observer `id`'s changes after `since` (its cursor when nil), at most
-    /// `limit` (see `RegistryCore.poll`). When there are none and `park`
-    /// is given, `park` is called under the lock and its waiter registered;
-    /// a waiter it displaces is returned.
+    /// `limit` (see `RegistryCore.poll`); with nothing to say, as `parking`
+    /// says. A waiter it displaces is returned.
     public func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
-                     park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
+                     parking: Parking = .never) -> (poll: Poll, displaced: ChangeWaiter?)
     {
-        core.withLock { $0.poll(id, since: since, limit: limit, coalesce: coalesce, now: now, displacing: displacing, park: park) }
+        core.withLock { $0.poll(id, since: since, limit: limit, coalesce: coalesce, now: now, displacing: displacing, parking: parking) }
     }
 
     /// A new poll of observer `id`, its one consumer from now on: a stream
     /// open for it is superseded (and returned in `ended`, parked or
     /// delivering now: it stops before its next answer), then the poll is
     /// answered or parked as `poll` does, displacing a parked poll.
+    ///
+    /// A poll that may wait asks first (`Parking.ask`), parks outside the
+    /// lock, then asks again with its waiter: registered when there is
+    /// still nothing to say, else answered (and claimed). One whose
+    /// deadline came first is left to it (`parked`, nothing done).
     public func pollAsConsumer(_ id: String, since: Int64?, limit: Int, coalesce: Bool, now: Double,
-                               park: (() -> (any ChangeWaiter)?)?) -> (poll: Poll, displaced: (any ChangeWaiter)?, ended: [any ChangeWaiter])
+                               parking: Parking) -> (poll: Poll, displaced: ChangeWaiter?, ended: [ChangeWaiter])
     {
         core.withLock { core in
-            var ended: [any ChangeWaiter] = []
-            if core.waiter(of: id) is any StreamWaiter, let parked = core.takeWaiter(of: id) { ended.append(parked) }
+            let waiter: PollWaiter?
+            if case .waiter(let parked) = parking, let poll = parked as? PollWaiter {
+                if poll.isExpired || poll.isClaimed { return (.parked, nil, []) }
+                waiter = poll
+            } else {
+                waiter = nil
+            }
+            var ended: [ChangeWaiter] = []
+            if core.waiter(of: id) is StreamWaiter, let parked = core.takeWaiter(of: id) { ended.append(parked) }
             if !core.streams.isEmpty, let open = core.streams.removeValue(forKey: id) {
                 open.supersede()
                 if open !== ended.first { ended.append(open) }
             }
-            let (poll, displaced) = core.poll(id, since: since, limit: limit, coalesce: coalesce, now: now, park: park)
+            let (poll, displaced) = core.poll(id, since: since, limit: limit, coalesce: coalesce, now: now, parking: parking)
+            if let waiter, !(poll.isParked) { _ = waiter.claim() }
             return (poll, displaced, ended)
         }
     }
@@ -361,12 +375,12 @@ public final class ObservationRegistry: Sendable {
     /// (its deadline, a newer poll, a deletion) claimed it. When there is
     /// still nothing to say it is parked again, unless it expired, `parkAgain`
     /// is false, or a newer poll parked meanwhile, and its claim given back.
-    public func repoll(_ waiter: any PollWaiter, parkAgain: Bool, now: Double) -> Poll? {
+    public func repoll(_ waiter: PollWaiter, parkAgain: Bool, now: Double) -> Poll? {
         core.withLock { core in
             guard waiter.claim() else { return nil }
             let (result, _) = core.poll(waiter.observer, since: waiter.since, limit: waiter.limit, coalesce: waiter.coalesce,
                                         now: now, displacing: false,
-                                        park: { waiter.isExpired || !parkAgain ? nil : waiter })
+                                        parking: waiter.isExpired || !parkAgain ? .never : .waiter(waiter))
             if case .parked = result { waiter.unclaim() }
             return result
         }
@@ -375,7 +389,7 @@ public final class ObservationRegistry: Sendable {
     /// Answers a parked poll whose deadline passed: withdrawn, then asked
     /// again; also the cursor before. Nil when a wake, a newer poll or a
     /// deletion claimed it.
-    public func answerAtDeadline(_ waiter: any PollWaiter, now: Double) -> (poll: Poll, cursorBefore: Int64?)? {
+    public func answerAtDeadline(_ waiter: PollWaiter, now: Double) -> (poll: Poll, cursorBefore: Int64?)? {
         core.withLock { core in
             core.withdraw(waiter, of: waiter.observer)
             guard waiter.claim() else { return nil }
@@ -387,7 +401,7 @@ public final class ObservationRegistry: Sendable {
     /// Makes `stream` observer `id`'s open stream and its one consumer: an
     /// earlier stream of it is superseded and returned, as is a waiter
     /// parked for it (taken away).
-    public func openStream(_ stream: any StreamWaiter, of id: String) -> (displaced: (any ChangeWaiter)?, earlier: (any StreamWaiter)?) {
+    public func openStream(_ stream: StreamWaiter, of id: String) -> (displaced: ChangeWaiter?, earlier: StreamWaiter?) {
         core.withLock { core in
             let earlier = core.streams.updateValue(stream, forKey: id)
             earlier?.supersede()
@@ -397,7 +411,7 @@ public final class ObservationRegistry: Sendable {
 
     /// Forgets `stream`, which ended: withdrawn as observer `id`'s waiter,
     /// and as its open stream, where it still is either.
-    public func closeStream(_ stream: any StreamWaiter, of id: String) {
+    public func closeStream(_ stream: StreamWaiter, of id: String) {
         core.withLock { core in
             core.withdraw(stream, of: id)
             if core.streams[id] === stream { core.streams[id] = nil }
@@ -407,11 +421,11 @@ public final class ObservationRegistry: Sendable {
     /// The next changes for `stream` after its cursor `since`, parking it
     /// when there are none and it is open (where no other consumer is
     /// parked); nil once it has been superseded.
-    public func pollStream(_ stream: any StreamWaiter, of id: String, since: Int64, limit: Int, coalesce: Bool, now: Double) -> Poll? {
+    public func pollStream(_ stream: StreamWaiter, of id: String, since: Int64, limit: Int, coalesce: Bool, now: Double) -> Poll? {
         core.withLock { core in
             guard !stream.isSuperseded else { return nil }
             return core.poll(id, since: since, limit: limit, coalesce: coalesce, now: now, displacing: false,
-                             park: { stream.isOpen ? stream : nil }).poll
+                             parking: stream.isOpen ? .waiter(stream) : .never).poll
         }
     }
 
@@ -420,22 +434,22 @@ public final class ObservationRegistry: Sendable {
     }
 
     /// Observer `id`'s parked waiter, if any.
-    public func waiter(of id: String) -> (any ChangeWaiter)? {
+    public func waiter(of id: String) -> ChangeWaiter? {
         core.withLock { $0.waiter(of: id) }
     }
 
     /// Removes and returns observer `id`'s parked waiter, if any.
-    public func takeWaiter(of id: String) -> (any ChangeWaiter)? {
+    public func takeWaiter(of id: String) -> ChangeWaiter? {
         core.withLock { $0.takeWaiter(of: id) }
     }
 
     /// Removes and returns the parked waiters of `ids`, each with its observer.
-    public func takeWaiters(of ids: [String]) -> [(observer: String, waiter: any ChangeWaiter)] {
+    public func takeWaiters(of ids: [String]) -> [(observer: String, waiter: ChangeWaiter)] {
         core.withLock { core in ids.compactMap { id in core.takeWaiter(of: id).map { (id, $0) } } }
     }
 
     /// Removes `waiter` if it is still observer `id`'s waiter.
-    public func withdraw(_ waiter: any ChangeWaiter, of id: String) {
+    public func withdraw(_ waiter: ChangeWaiter, of id: String) {
         core.withLock { $0.withdraw(waiter, of: id) }
     }
 
@@ -461,5 +475,13 @@ public final class ObservationRegistry: Sendable {
         core.withLock { core in
             (core.oldestAvailableSeq, expiring ? core.expire(now: now) : [], core.takeDirty(now: now, touchingParked: touchingParked))
         }
+    }
+}
+
+extension ObservationRegistry.Poll {
+    /// Whether the waiter was registered.
+    public var isParked: Bool {
+        if case .parked = self { return true }
+        return false
     }
 }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// An observer's identity and what the registry keeps of it.
 public struct ObserverSnapshot: Sendable, Equatable {
     public let id: String
@@ -103,33 +105,84 @@ struct ShapeRead: Sendable {
 
 /// Something waiting for an observer's next change: a parked long-poll,
 /// or an event stream with nothing to send.
-public protocol ChangeWaiter: AnyObject, Sendable {}
+///
+/// Its state is the registry's own: the feed subclasses it to carry what
+/// answers it (a suspended connection, a stream), and the registry calls
+/// none of that code, under its lock or elsewhere. `@unchecked Sendable`:
+/// what it holds here is atomic; a subclass answers for its own.
+open class ChangeWaiter: @unchecked Sendable {
+    public init() {}
+}
 
 /// A parked long-poll: answered once, by whichever of a wake, its
 /// deadline, a newer poll or a deletion claims it first (two of them must
 /// not both move the cursor when only one answer reaches the client).
-public protocol PollWaiter: ChangeWaiter {
-    var observer: String { get }
-    var since: Int64? { get }
-    var limit: Int { get }
-    var coalesce: Bool { get }
+open class PollWaiter: ChangeWaiter {
+    public let observer: String
+    public let since: Int64?
+    public let limit: Int
+    public let coalesce: Bool
+    /// `expiredFlag` and `claimedFlag`, in one atomic word.
+    private let flags = Atomic<UInt8>(0)
+    private static let expiredFlag: UInt8 = 1
+    private static let claimedFlag: UInt8 = 2
+
+    public init(observer: String, since: Int64?, limit: Int, coalesce: Bool) {
+        self.observer = observer
+        self.since = since
+        self.limit = limit
+        self.coalesce = coalesce
+    }
+
     /// Set once its deadline passed (or the server stops): a wake does not
     /// park it again from then on.
-    var isExpired: Bool { get }
+    public final var isExpired: Bool { flags.load(ordering: .acquiring) & Self.expiredFlag != 0 }
+
+    /// Marks it expired, before its deadline's answer is worked out.
+    public final func expire() {
+        flags.bitwiseOr(Self.expiredFlag, ordering: .acquiringAndReleasing)
+    }
+
+    /// Whether one of those who answer it has taken the answering on itself.
+    public final var isClaimed: Bool { flags.load(ordering: .acquiring) & Self.claimedFlag != 0 }
+
     /// Takes the answering on oneself; false when another has taken it.
-    func claim() -> Bool
+    public final func claim() -> Bool {
+        flags.bitwiseOr(Self.claimedFlag, ordering: .acquiringAndReleasing).oldValue & Self.claimedFlag == 0
+    }
+
     /// Gives the claim back (a wake that parked it again).
-    func unclaim()
+    final func unclaim() {
+        flags.bitwiseAnd(~Self.claimedFlag, ordering: .acquiringAndReleasing)
+    }
 }
 
 /// An open event stream of an observer's changes: parked whenever it has
 /// nothing to send, and the observer's one consumer while it is open.
-public protocol StreamWaiter: ChangeWaiter {
-    var isOpen: Bool { get }
+open class StreamWaiter: ChangeWaiter {
+    /// `closedFlag` and `supersededFlag`, in one atomic word.
+    private let flags = Atomic<UInt8>(0)
+    private static let closedFlag: UInt8 = 1
+    private static let supersededFlag: UInt8 = 2
+
+    public override init() {}
+
+    /// False once `close()` was called: it is not parked from then on.
+    public final var isOpen: Bool { flags.load(ordering: .acquiring) & Self.closedFlag == 0 }
+
+    /// Marks it closed, before it is withdrawn (`closeStream`): a delivery
+    /// under way then does not park it again.
+    public final func close() {
+        flags.bitwiseOr(Self.closedFlag, ordering: .acquiringAndReleasing)
+    }
+
     /// Set, under the registry's lock, when a poll or another stream of its
     /// observer takes its place: it answers nothing more from then on, so
     /// the cursor it moves is never newer than theirs, even when it was
     /// delivering at the moment (not parked, so not found as the waiter).
-    var isSuperseded: Bool { get }
-    func supersede()
+    public final var isSuperseded: Bool { flags.load(ordering: .acquiring) & Self.supersededFlag != 0 }
+
+    final func supersede() {
+        flags.bitwiseOr(Self.supersededFlag, ordering: .acquiringAndReleasing)
+    }
 }

@@ -9,13 +9,14 @@ extension RegistryCore {
     /// Appends committed changes (in `seq` order) to the log and returns the
     /// parked waiters of the observers that receive any of them, removed
     /// from the registry: the caller answers them after this returns.
-    /// `implied` is told, before this returns, of the reads each insert
-    /// adds to each of its receivers (observer, `seq`, keys).
-    mutating func publish(_ changes: [Change], implied: ((String, Int64, [PropertyKey]) -> Void)? = nil)
-        -> [(observer: String, waiter: any ChangeWaiter)]
+    /// With `collectingImplied`, the reads each insert adds to each of its
+    /// receivers are returned too (`implied`).
+    mutating func publish(_ changes: [Change], collectingImplied: Bool = false)
+        -> (woken: [(observer: String, waiter: ChangeWaiter)], implied: [ObserverReads])
     {
-        guard !changes.isEmpty else { return [] }
-        var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+        var implied: [ObserverReads] = []
+        guard !changes.isEmpty else { return ([], implied) }
+        var woken: [(observer: String, waiter: ChangeWaiter)] = []
         for change in changes {
             s.log.append(change)
             s.logBytes += change.weight
@@ -81,9 +82,9 @@ extension RegistryCore {
                         s.observers.values[position].setRead(key, at: seq)
                         s.index(key, at: seq, slot: slot, epoch: epoch)
                         s.charge(MemoryEstimate.read(key), at: position)
-                        if implied != nil { added.append(key) }
+                        if collectingImplied { added.append(key) }
                     }
-                    if let implied, !added.isEmpty { implied(id.id, seq, added) }
+                    if !added.isEmpty { implied.append(ObserverReads(observer: id.id, seq: seq, keys: added)) }
                 }
                 if !s.waiters.isEmpty, let waiter = s.waiters.removeValue(forKey: id) {
                     woken.append((id.id, waiter))
@@ -95,7 +96,7 @@ extension RegistryCore {
             for (id, waiter) in s.waiters where !woken.contains(where: { $0.observer == id.id }) { woken.append((id.id, waiter)) }
             s.waiters.removeAll()
         }
-        return woken
+        return (woken, implied)
     }
 
     /// Drops the oldest changes while more than `retain` are kept, or they
@@ -113,13 +114,13 @@ extension RegistryCore {
     /// `coalesce`, they are folded (`Change.coalesce`), and a page of
     /// `limit` that folds to nothing is passed over for the next one: the
     /// answer says something, or reaches the newest change. When there is
-    /// nothing to say and `park` is given, `park` is called under the lock
-    /// (so no change can slip in between) and its waiter registered; a
-    /// waiter it displaces is returned so the caller can answer it. Without
-    /// `displacing`, a waiter is parked only where none is, and the poll is
-    /// answered otherwise (a woken poll parking again yields to a newer one).
+    /// nothing to say, `parking` decides (see `Parking`); a waiter parked
+    /// displaces the one parked before, returned so the caller can answer
+    /// it. Without `displacing`, a waiter is parked only where none is, and
+    /// the poll is answered otherwise (a woken poll parking again yields to
+    /// a newer one).
     mutating func poll(_ id: String, since: Int64?, limit: Int, coalesce: Bool = false, now: Double, displacing: Bool = true,
-                     park: (() -> (any ChangeWaiter)?)? = nil) -> (poll: Poll, displaced: (any ChangeWaiter)?)
+                       parking: Parking = .never) -> (poll: Poll, displaced: ChangeWaiter?)
     {
         let id = ObserverKey(id)
         // Found once by position and updated in place: a poll is on the
@@ -143,9 +144,19 @@ extension RegistryCore {
                 found = Change.coalesce(found)
             }
         }
-        if found.isEmpty, let park, displacing || s.waiters[id] == nil, let waiter = park() {
-            let displaced = s.waiters.updateValue(waiter, forKey: id)
-            return (.parked, displaced)
+        if found.isEmpty {
+            switch parking {
+            case .never:
+                break
+            case .ask:
+                // Nothing moves: the caller parks, then asks again.
+                return (.nothingYet, nil)
+            case .waiter(let waiter):
+                if displacing || s.waiters[id] == nil {
+                    let displaced = s.waiters.updateValue(waiter, forKey: id)
+                    return (.parked, displaced)
+                }
+            }
         }
         // The cursor last answered, whatever `since` was, is where a poll
         // without `since` goes on: saved at the next housekeeping, and so
@@ -170,17 +181,17 @@ extension RegistryCore {
     }
 
     /// Observer `id`'s parked waiter, if any.
-    func waiter(of id: String) -> (any ChangeWaiter)? {
+    func waiter(of id: String) -> ChangeWaiter? {
         s.waiters[ObserverKey(id)]
     }
 
     /// Removes and returns observer `id`'s parked waiter, if any.
-    mutating func takeWaiter(of id: String) -> (any ChangeWaiter)? {
+    mutating func takeWaiter(of id: String) -> ChangeWaiter? {
         s.waiters.removeValue(forKey: ObserverKey(id))
     }
 
     /// Removes `waiter` if it is still observer `id`'s waiter.
-    mutating func withdraw(_ waiter: any ChangeWaiter, of id: String) {
+    mutating func withdraw(_ waiter: ChangeWaiter, of id: String) {
         let id = ObserverKey(id)
         if let current = s.waiters[id], current === waiter { s.waiters[id] = nil }
     }

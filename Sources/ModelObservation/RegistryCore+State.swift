@@ -4,7 +4,7 @@ import HeapModule
 extension RegistryCore {
     struct State {
         var observers: [ObserverKey: ObserverSnapshot] = [:]
-        var waiters: [ObserverKey: any ChangeWaiter] = [:]
+        var waiters: [ObserverKey: ChangeWaiter] = [:]
         /// Key → the observers that read it, each with the `seq` it read it
         /// at (the same as in its reads): a change finds its receivers here
         /// without looking each one up. Appended to, never searched: an

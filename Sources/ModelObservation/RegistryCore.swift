@@ -13,6 +13,7 @@ struct RegistryCore: Sendable {
     typealias Poll = ObservationRegistry.Poll
     typealias TrackResult = ObservationRegistry.TrackResult
     typealias TrackPlan = ObservationRegistry.TrackPlan
+    typealias Parking = ObservationRegistry.Parking
 
     let retain: Int
     /// Most bytes the kept changes may weigh (`Change.weight`): the oldest
@@ -33,7 +34,7 @@ struct RegistryCore: Sendable {
     /// Each observer's open event stream, parked or delivering: the one a
     /// poll or a newer stream of the same observer ends. Kept across a
     /// `reload`, as the streams stay open.
-    var streams: [String: any StreamWaiter] = [:]
+    var streams: [String: StreamWaiter] = [:]
 
     init(retain: Int, retainBytes: Int = .max, maxReadsPerObserver: Int = 100_000, maxBytes: Int = .max) {
         self.retain = max(1, retain)
@@ -58,7 +59,7 @@ struct RegistryCore: Sendable {
     /// Replaces everything it knows with what was loaded again (see
     /// `restore`), keeping the parked waiters: returned, each with its
     /// observer, for the caller to ask again.
-    mutating func reload(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) -> [(observer: String, waiter: any ChangeWaiter)] {
+    mutating func reload(observers: [ObserverSnapshot], changes: [Change], lastSeq: Int64) -> [(observer: String, waiter: ChangeWaiter)] {
         let waiters = s.waiters
         s = State()
         restore(observers: observers, changes: changes, lastSeq: lastSeq)
@@ -128,7 +129,7 @@ struct RegistryCore: Sendable {
     }
 
     /// Removes an observer; returns whether it existed and its parked waiter.
-    mutating func remove(_ id: String) -> (existed: Bool, waiter: (any ChangeWaiter)?) {
+    mutating func remove(_ id: String) -> (existed: Bool, waiter: ChangeWaiter?) {
         let id = ObserverKey(id)
         guard let observer = s.observers.removeValue(forKey: id) else { return (false, nil) }
         droppedReadRecords += Self.records(of: observer)
@@ -189,10 +190,7 @@ struct RegistryCore: Sendable {
     /// every change up to `seq`: `planTrack`, then `applyTrack`, for a
     /// registry whose reads are stored nowhere else.
     mutating func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double) -> TrackResult {
-        switch planTrack(id, keys: keys, at: seq, now: now) {
-        case .refused(let result): return result
-        case .reads(let added, let replayed): return applyTrack(id, added, replayed: replayed)
-        }
+        applyTrack(id, planTrack(id, keys: keys, at: seq, now: now), keys: keys)
     }
 
     /// Works out the reads that observer `id` adds by reading `keys` in a
@@ -201,37 +199,16 @@ struct RegistryCore: Sendable {
     /// since; marks the observer used, and adds nothing yet.
     ///
     /// The caller stores the reads and then calls `applyTrack`, keeping
-    /// commits out in between (the store holds its writer lock): so no
-    /// poll can deliver a change through a read that is not stored yet, and
-    /// no change published in between is missed by the replay.
+    /// commits out in between (the store's lock for reads, or its writer
+    /// lock): so no poll can deliver a change through a read that is not
+    /// stored yet, and no change published in between is missed by the
+    /// replay.
     ///
     /// A read that would take the estimate past `maxBytes` is refused,
     /// unless `enforcingMemory` is false: another instance tracked it
     /// already, and this one must know every read that is stored.
     mutating func planTrack(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double, enforcingMemory: Bool = true) -> TrackPlan {
-        Self.plan(id, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, maxBytes: enforcingMemory ? maxBytes : .max, in: &s)
-    }
-
-    /// Adds the reads `planTrack` worked out, once they are stored.
-    mutating func applyTrack(_ id: String, _ added: [(PropertyKey, Int64)], replayed: Bool) -> TrackResult {
-        let id = ObserverKey(id)
-        // Expired in between: its stored reads go with it.
-        guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
-        return apply(at: position, id, added, replayed: replayed)
-    }
-
-    /// Plans a read of `keys` by observer `id`, calls `store` with the
-    /// reads it adds (when it adds any), then applies them: `planTrack`,
-    /// storing and `applyTrack` in one, the observer looked up once, for a
-    /// caller that stores under this registry's lock. When `store` throws,
-    /// nothing was added. `store` is also given the keys of the reads when
-    /// they are the last first read's, which all have one `seq`: the same
-    /// array each time.
-    mutating func track(_ id: String, keys: [PropertyKey], at seq: Int64, now: Double,
-                               storing store: ([(PropertyKey, Int64)], _ keys: [PropertyKey]?) throws -> Void) rethrows -> TrackResult
-    {
-        let id = ObserverKey(id)
-        guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
+        guard let position = s.observers.index(forKey: ObserverKey(id)) else { return .refused(.unknownObserver) }
         // The same first read as the last one (a new observer reading what
         // the one before it read, with no change since): what it adds is
         // that read's, kept, and its keys the same array.
@@ -243,22 +220,36 @@ struct RegistryCore: Sendable {
             // The request's array from now on: the next read of it (a kept
             // answer's) is found equal without comparing the keys.
             if !first.keys.isSameArray(as: keys) { s.firstReads!.keys = keys }
-            try store(first.added, keys)
+            return .reads(first.added, replayed: false, firstRead: keys)
+        }
+        return Self.plan(at: position, keys: keys, at: seq, now: now, limit: maxReadsPerObserver,
+                         maxBytes: enforcingMemory ? maxBytes : .max, in: &s)
+    }
+
+    /// Adds the reads `planTrack` worked out, once they are stored; `keys`
+    /// are the keys read (what the next read of the same array is found
+    /// equal to).
+    mutating func applyTrack(_ id: String, _ plan: TrackPlan, keys: [PropertyKey]? = nil) -> TrackResult {
+        guard case .reads(let added, let replayed, let firstRead) = plan else {
+            if case .refused(let result) = plan { return result }
+            return .unknownObserver
+        }
+        let id = ObserverKey(id)
+        // Expired in between: its stored reads go with it.
+        guard let position = s.observers.index(forKey: id) else { return .unknownObserver }
+        if let firstRead, s.observers.inPlace(at: position, { $0.reads.isEmpty }), let first = s.firstReads,
+           first.keys.isSameArray(as: firstRead)
+        {
+            // The last first read's, planned as such: joined, its table shared.
             let slot = s.observers.inPlace(at: position) { $0.slot }
             s.joinFirstRead(at: position, slot: slot, epoch: s.slots.epoch(of: slot))
-            s.observers.values[position].lastRead = keys
+            s.observers.values[position].lastRead = firstRead
             return .tracked(added: first.added, wake: nil)
         }
-        switch Self.plan(at: position, keys: keys, at: seq, now: now, limit: maxReadsPerObserver, maxBytes: maxBytes, in: &s) {
-        case .refused(let result):
-            return result
-        case .reads(let added, let replayed):
-            guard !added.isEmpty else { return .tracked(added: [], wake: nil) }
-            try store(added, nil)
-            let result = apply(at: position, id, added, replayed: replayed)
-            s.observers.values[position].lastRead = keys
-            return result
-        }
+        guard !added.isEmpty else { return .tracked(added: [], wake: nil) }
+        let result = apply(at: position, id, added, replayed: replayed)
+        if let keys = firstRead ?? keys { s.observers.values[position].lastRead = keys }
+        return result
     }
 
     /// `applyTrack` for the observer at `position`.

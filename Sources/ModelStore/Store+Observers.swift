@@ -36,7 +36,7 @@ extension Store {
     }
 
     /// Deletes an observer and its reads; returns its parked waiter, if any.
-    public func deleteObserver(_ id: String) throws -> (any ChangeWaiter)? {
+    public func deleteObserver(_ id: String) throws -> ChangeWaiter? {
         try exclusive { storage in
             let (existed, waiter) = registry.remove(id)
             guard existed else { throw ModelError.notFound("no observer \(id)") }
@@ -47,7 +47,7 @@ extension Store {
 
     /// Forgets every read of an observer.
     public func clearReads(of id: String, now: Double = ServerClock.wallSeconds) throws {
-        try exclusive { _ in try readDurability.clearReads(of: id, now: now, in: self) }
+        try exclusive { _ in try reads.clearReads(of: id, now: now) }
     }
 
     /// Records that observer `id` read `keys` in a response reflecting every
@@ -74,7 +74,7 @@ extension Store {
                             wait: () -> Bool, then completion: () -> @Sendable (Result<Void, any Error>) -> Void)
         -> Result<Void, any Error>?
     {
-        if let result = readDurability.track(keys, by: id, at: seq, now: now, in: self) {
+        if let result = reads.track(keys, by: id, at: seq, now: now) {
             if case .tracked(_, let waiter?) = result, let wake = wakeHandler { wake([(id, waiter)]) }
             if case .overMemoryLimit = result { quotas.memoryRefusals.record() }
             return PendingTrack.outcome(of: result, observer: id)
@@ -92,8 +92,8 @@ extension Store {
     /// registry knows, and a read tracked after it replays those inserts and
     /// stores what they imply with the read itself. Stored before they take
     /// effect, so no poll delivers a change through a read not stored.
-    func store(_ tracks: [PendingTrack], on storage: any ModelStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)]) {
-        var planned: [(track: PendingTrack, added: [(PropertyKey, Int64)], replayed: Bool)] = []
+    func store(_ tracks: [PendingTrack], on storage: any ModelStorage, woken: inout [(observer: String, waiter: ChangeWaiter)]) {
+        var planned: [(track: PendingTrack, plan: ObservationRegistry.TrackPlan)] = []
         do {
             try transaction(on: storage, woken: &woken) {
                 // Worked out under one hold of the registry's lock for all.
@@ -106,39 +106,23 @@ extension Store {
                     case .refused(let result):
                         if case .overMemoryLimit = result { quotas.memoryRefusals.record() }
                         track.conclude(result)
-                    case .reads(let added, let replayed):
-                        planned.append((track, added, replayed))
+                    case .reads(let added, _, _):
+                        planned.append((track, plan))
                         guard !added.isEmpty else { continue }
                         reads += ObserverReads.runs(of: track.observer, added)
                         adding.append(track)
                     }
                 }
-                try readDurability.store(reads, addedBy: adding)
+                try self.reads.durability.store(reads, addedBy: adding)
             }
         } catch {
             for track in tracks { track.fail(error) }
             return
         }
-        let results = registry.applyTracks(planned.map { ($0.track.observer, $0.added, $0.replayed) })
-        for ((track, _, _), result) in zip(planned, results) {
+        let results = registry.applyTracks(planned.map { ($0.track.observer, $0.plan, $0.track.keys) })
+        for ((track, _), result) in zip(planned, results) {
             if case .tracked(_, let waiter?) = result { woken.append((track.observer, waiter)) }
             track.conclude(result)
         }
-    }
-}
-
-extension ObserverReads {
-    /// The reads `added` by one observer, one for each run of one `seq`:
-    /// the read's own, then those of a replay.
-    package static func runs(of observer: String, _ added: [(PropertyKey, Int64)]) -> [ObserverReads] {
-        var reads: [ObserverReads] = []
-        var start = added.startIndex
-        while start < added.endIndex {
-            let seq = added[start].1
-            let end = added[start...].firstIndex { $0.1 != seq } ?? added.endIndex
-            reads.append(ObserverReads(observer: observer, seq: seq, keys: added[start..<end].map(\.0)))
-            start = end
-        }
-        return reads
     }
 }

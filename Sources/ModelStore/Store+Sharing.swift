@@ -91,7 +91,7 @@ extension Store {
         guard let shared else { return }
         // This instance's own commits are announced to it too: nothing to do.
         if let newest, newest <= appliedVersion.withLock({ $0 }) { return }
-        var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+        var woken: [(observer: String, waiter: ChangeWaiter)] = []
         try writer.withLock { _ in try catchUp(shared, to: newest, woken: &woken) }
         if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
     }
@@ -99,7 +99,7 @@ extension Store {
     /// Runs `body` on the storage under the writer lock; on a shared one,
     /// in an ordered transaction, after catching up with the others.
     package func exclusive<T>(_ body: (any ModelStorage) throws -> T) throws -> T {
-        var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+        var woken: [(observer: String, waiter: ChangeWaiter)] = []
         let result = try writer.withLock { storage -> T in
             guard shared != nil else { return try body(storage) }
             return try transaction(on: storage, woken: &woken) { try body(storage) }
@@ -111,7 +111,7 @@ extension Store {
     /// Runs `body` in one transaction on `storage`, an ordered one caught up
     /// with the others first on a shared storage, and commits it; rolls it
     /// back when `body` or the commit throws. Call holding the writer lock.
-    func transaction<T>(on storage: any ModelStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)],
+    func transaction<T>(on storage: any ModelStorage, woken: inout [(observer: String, waiter: ChangeWaiter)],
                         _ body: () throws -> T) throws -> T {
         if let shared { try beginCaughtUp(shared, woken: &woken) } else { try storage.begin() }
         do {
@@ -133,7 +133,7 @@ extension Store {
     /// Begins an ordered transaction and applies first what other instances
     /// committed before it took the order (rolled back if that fails). Call
     /// holding the writer lock.
-    func beginCaughtUp(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)]) throws {
+    func beginCaughtUp(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: ChangeWaiter)]) throws {
         let newest = try shared.beginOrdered()
         do {
             try catchUp(shared, to: newest, woken: &woken)
@@ -146,7 +146,7 @@ extension Store {
     /// Applies the journal after the applied version, through `newest`
     /// (everything when nil): rows to the state, changes and observers to
     /// the registry, in commit order. Call holding the writer lock.
-    func catchUp(_ shared: any SharedStorage, to newest: Int64?, woken: inout [(observer: String, waiter: any ChangeWaiter)]) throws {
+    func catchUp(_ shared: any SharedStorage, to newest: Int64?, woken: inout [(observer: String, waiter: ChangeWaiter)]) throws {
         let applied = appliedVersion.withLock { $0 }
         if let newest, newest <= applied { return }
         guard let entries = try shared.journal(after: applied) else {
@@ -194,7 +194,7 @@ extension Store {
     /// Loads the state, the observers and the log again, when the journal no
     /// longer holds what this instance missed (it was cut off for long):
     /// every parked poll is asked again.
-    private func reload(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: any ChangeWaiter)]) throws {
+    private func reload(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: ChangeWaiter)]) throws {
         logger.warning("the shared journal no longer holds what this instance missed: loading everything again")
         let retain = Int64(registry.retain)
         let (state, version, observers, changes) = try shared.consistently {

@@ -46,11 +46,11 @@ public final class Store: Sendable {
         case full = "FULL"
     }
 
-    public typealias Wake = @Sendable ([(observer: String, waiter: any ChangeWaiter)]) -> Void
+    public typealias Wake = @Sendable ([(observer: String, waiter: ChangeWaiter)]) -> Void
 
     /// Who read what, and the recent change log; woken observers are
     /// answered after its lock is released.
-    public let registry: ObservationRegistry
+    let registry: ObservationRegistry
     public let catalog: Catalog
     let writer: Exclusive<any ModelStorage>
     /// The quotas on observers, and their refusals.
@@ -59,9 +59,9 @@ public final class Store: Sendable {
     /// outside the writer lock (the probe, the listener, claims) have
     /// connections and locks of their own.
     let shared: (any SharedStorage)?
-    /// How reads become durable: the engine's one way (SQLite's read
-    /// journal or database, PostgreSQL's database).
-    let readDurability: any ReadDurability
+    /// Observers' reads, in the registry and made durable by the engine's
+    /// one way (SQLite's read journal or database, PostgreSQL's database).
+    let reads: ReadTracking
     /// The journal's version the state reflects (shared storage only);
     /// moved after the state it stands for is current.
     let appliedVersion: Locked<Int64>
@@ -130,7 +130,7 @@ public final class Store: Sendable {
         self.writer = Exclusive(storage)
         quotas = ObserverQuotas(configuration)
         self.shared = shared
-        self.readDurability = readDurability
+        reads = ReadTracking(registry: registry, durability: readDurability, logger: logger)
         queue = WriteQueue(handsOver: shared != nil)
         self.appliedVersion = Locked(version)
         self.current = Locked(Snapshot(state))
@@ -138,12 +138,12 @@ public final class Store: Sendable {
         self.logger = logger
         startCommitting()
         if shared != nil { startFollowing() }
-        readDurability.start(self)
+        reads.start(writer)
     }
 
     deinit {
         // Not waited for: this may run on that thread.
-        readDurability.stop(timeout: .zero)
+        reads.stop(timeout: .zero)
         queue.close()
     }
 
@@ -255,7 +255,7 @@ public final class Store: Sendable {
         // reference to what the writes replaced is dropped after the lock.
         let (woken, replaced) = writer.withLock { storage in
             let replaced = snapshot
-            var woken: [(observer: String, waiter: any ChangeWaiter)] = []
+            var woken: [(observer: String, waiter: ChangeWaiter)] = []
             if !writes.isEmpty && !transact(writes, on: storage, woken: &woken) && writes.count > 1 {
                 // The transaction failed as a whole (a write failed after
                 // changing rows, or the commit failed): each write again on
@@ -278,7 +278,7 @@ public final class Store: Sendable {
     /// alone. Returns false when the transaction was rolled back: then each
     /// write's outcome is the error.
     private func transact(_ batch: [any QueuedWrite], on storage: any ModelStorage,
-                          woken: inout [(observer: String, waiter: any ChangeWaiter)]) -> Bool
+                          woken: inout [(observer: String, waiter: ChangeWaiter)]) -> Bool
     {
         var committed: [Change] = []
         /// By change, the receivers whose implied reads were stored with it.
@@ -337,7 +337,7 @@ public final class Store: Sendable {
         }
         // Publish before the new state is visible: a read that sees the new
         // state then tracks at a seq the registry already knows.
-        woken += readDurability.publish(committed, storedImplied: storedImplied, in: self)
+        woken += reads.publish(committed, storedImplied: storedImplied)
         let next = Snapshot(state)
         current.withLock { $0 = next }
         if let shared {
@@ -362,7 +362,7 @@ public final class Store: Sendable {
         // `SQLiteStorage.observers`).
         guard !change.impliedReads.isEmpty else { return nil }
         let receivers = registry.readers(of: change.keys, before: change.seq)
-        try readDurability.storeImplied(receivers.map { ObserverReads(observer: $0, seq: change.seq, keys: change.impliedReads) })
+        try reads.durability.storeImplied(receivers.map { ObserverReads(observer: $0, seq: change.seq, keys: change.impliedReads) })
         return receivers
     }
 
@@ -435,11 +435,12 @@ public final class Store: Sendable {
         committer.withLock { $0 }?.join()
         follower.withLock { $0 }?.stop()
         synchronizer.withLock { $0 }?.stop()
-        readDurability.stop(timeout: nil)
+        reads.stop(timeout: nil)
         maintain()
-        readDurability.flush(self)
+        // What is still journaled is stored.
+        reads.fold(all: true, writer)
         writer.withLock { $0.close() }
-        readDurability.close()
+        reads.durability.close()
     }
 
     /// Starts the catalog's background work (advancing jobs, say).

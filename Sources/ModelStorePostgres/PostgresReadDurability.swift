@@ -15,15 +15,6 @@ final class PostgresReadDurability: ReadDurability {
     }
 
     func recover() throws {}
-    func start(_ store: Store) {}
-    func stop(timeout: Duration?) {}
-    func flush(_ store: Store) {}
-    func close() {}
-
-    /// None: reads are stored in the group commit.
-    func track(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double, in store: Store) -> ObservationRegistry.TrackResult? {
-        nil
-    }
 
     func store(_ reads: [ObserverReads], addedBy tracks: [PendingTrack]) throws {
         for track in tracks {
@@ -37,16 +28,7 @@ final class PostgresReadDurability: ReadDurability {
         try storage.addReads(reads)
     }
 
-    /// Every receiver tracked in between was tracked under the writer lock,
-    /// which the write holds: its implied reads were stored with it.
-    func publish(_ committed: [Change], storedImplied: [Int64: Set<String>], in store: Store)
-        -> [(observer: String, waiter: any ChangeWaiter)]
-    {
-        store.registry.publish(committed)
-    }
-
-    func clearReads(of id: String, now: Double, in store: Store) throws {
-        guard store.registry.clearReads(id, now: now) else { throw ModelError.notFound("no observer \(id)") }
+    func clearStored(of id: String) throws {
         try storage.clearReads(of: id)
     }
 }

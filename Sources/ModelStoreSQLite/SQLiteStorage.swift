@@ -323,14 +323,10 @@ final class SQLiteStorage: ModelStorage {
         try database.rows("SELECT seq FROM sqlite_sequence WHERE name = 'observer_read_batches'").first?[0].int64 ?? 0
     }
 
-    /// Rewrites the batches of reads after `after` up to `through`, at most
-    /// `limit` of them, into one holding only the entries `keep` agrees
-    /// to: it is given every entry whose set of keys is known (its
-    /// observer, seq and keys) and answers for each. Returns the id of the
-    /// last batch rewritten, nil when none was left. In the caller's
-    /// transaction.
-    func compactReadBatches(after: Int64, through: Int64, limit: Int,
-                            keep: ([(observer: String, seq: Int64, keys: [PropertyKey])]) -> [Bool]) throws -> Int64? {
+    /// The entries of the stored batches of reads after `after` up to
+    /// `through`, at most `limit` batches, each with its set of keys as its
+    /// note; nil when there is none.
+    func readBatches(after: Int64, through: Int64, limit: Int) throws -> ReadBatchesToCompact? {
         let rows = try database.rows("SELECT id, reads FROM observer_read_batches WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
                                      [.integer(after), .integer(through), .integer(Int64(limit))])
         guard let last = rows.last?[0].int64 else { return nil }
@@ -346,16 +342,21 @@ final class SQLiteStorage: ModelStorage {
                 shapes.append(shape)
             }
         }
-        var kept = ReadBatch(capacity: entries.count)
-        for (index, keeping) in keep(entries).enumerated() where keeping {
-            kept.append(observer: entries[index].observer, seq: entries[index].seq, shape: shapes[index])
+        return ReadBatchesToCompact(entries: entries, after: after, last: last, notes: shapes, read: read)
+    }
+
+    /// Replaces the batches `batches` was read from with one of the
+    /// entries `keeping` marks. In the caller's transaction.
+    func rewriteReadBatches(_ batches: ReadBatchesToCompact, keeping: [Bool]) throws {
+        var kept = ReadBatch(capacity: batches.entries.count)
+        for (index, keep) in keeping.enumerated() where keep {
+            kept.append(observer: batches.entries[index].observer, seq: batches.entries[index].seq, shape: batches.notes[index])
         }
-        try database.execute("DELETE FROM observer_read_batches WHERE id > ? AND id <= ?", [.integer(after), .integer(last)])
+        try database.execute("DELETE FROM observer_read_batches WHERE id > ? AND id <= ?", [.integer(batches.after), .integer(batches.last)])
         if !kept.isEmpty {
             try database.execute("INSERT INTO observer_read_batches (reads) VALUES (?)", [.blob(kept.bytes)])
         }
-        batchedReads += kept.count - read
-        return last
+        batchedReads += kept.count - batches.read
     }
 
     /// The keys of the set numbered `shape`, nil when there is none.

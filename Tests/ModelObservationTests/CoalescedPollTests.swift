@@ -22,7 +22,7 @@ import Testing
     @Test func aPageThatFoldsToNothingIsPassedOverAndAPollWithOnlySuchChangesParks() {
         let registry = Self.registry()
         let waiter = Waiter()
-        let (parked, _) = registry.poll("a", since: 0, limit: 2, coalesce: true, now: 0) { waiter }
+        let (parked, _) = registry.poll("a", since: 0, limit: 2, coalesce: true, now: 0, parking: .waiter(waiter))
         guard case .parked = parked else {
             Issue.record("expected parked, got \(parked)")
             return
@@ -47,7 +47,7 @@ import Testing
         let registry = Self.registry()
         let older = Waiter()
         let newer = Waiter()
-        _ = registry.poll("a", since: 2, limit: 10, coalesce: true, now: 0) { older }
+        _ = registry.poll("a", since: 2, limit: 10, coalesce: true, now: 0, parking: .waiter(older))
         // Woken by two changes committed together that fold away (removed
         // by publish), and meanwhile a newer poll parked.
         let woken = registry.publish([
@@ -55,8 +55,8 @@ import Testing
             PendingChange.set("/x", old: "1", new: "0").committed(seq: 4, transaction: 4),
         ])
         #expect(woken.first?.waiter === older)
-        _ = registry.poll("a", since: 4, limit: 10, coalesce: true, now: 0) { newer }
-        let (again, displaced) = registry.poll("a", since: 2, limit: 10, coalesce: true, now: 0, displacing: false) { older }
+        _ = registry.poll("a", since: 4, limit: 10, coalesce: true, now: 0, parking: .waiter(newer))
+        let (again, displaced) = registry.poll("a", since: 2, limit: 10, coalesce: true, now: 0, displacing: false, parking: .waiter(older))
         guard case .changes(let changes, let cursor) = again else {
             Issue.record("expected an answer, got \(again)")
             return
@@ -64,7 +64,7 @@ import Testing
         #expect(changes.isEmpty && cursor == 4)
         #expect(displaced == nil)
         // The newer poll is still the one parked.
-        let (_, replaced) = registry.poll("a", since: 4, limit: 10, now: 0) { Waiter() }
+        let (_, replaced) = registry.poll("a", since: 4, limit: 10, now: 0, parking: .waiter(Waiter()))
         #expect(replaced === newer)
     }
 }

@@ -1,31 +1,17 @@
 import ModelObservation
-import Synchronization
 import Testing
 
 /// An observer has one consumer of its feed at a time, and a parked poll
 /// is answered by exactly one of those who would answer it: the registry's
 /// own operations decide both, each under one hold of its lock.
 @Suite struct FeedConsumerTests {
-    final class Poll: PollWaiter {
-        let observer = "a"
-        let since: Int64? = nil
-        let limit = 10
-        let coalesce = false
-        let expired = Atomic<Bool>(false)
-        let claimed = Atomic<Bool>(false)
-        var isExpired: Bool { expired.load(ordering: .acquiring) }
-        func claim() -> Bool { claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
-        func unclaim() { claimed.store(false, ordering: .releasing) }
-        var isClaimed: Bool { claimed.load(ordering: .acquiring) }
+    final class Poll: PollWaiter, @unchecked Sendable {
+        init() {
+            super.init(observer: "a", since: nil, limit: 10, coalesce: false)
+        }
     }
 
-    final class Stream: StreamWaiter {
-        let open = Atomic<Bool>(true)
-        let superseded = Atomic<Bool>(false)
-        var isOpen: Bool { open.load(ordering: .acquiring) }
-        var isSuperseded: Bool { superseded.load(ordering: .acquiring) }
-        func supersede() { superseded.store(true, ordering: .releasing) }
-    }
+    final class Stream: StreamWaiter, @unchecked Sendable {}
 
     /// Observer "a", which read `/x`; nothing changed yet.
     static func registry() -> ObservationRegistry {
@@ -48,7 +34,7 @@ import Testing
             Issue.record("expected the stream parked")
             return
         }
-        let (poll, displaced, ended) = registry.pollAsConsumer("a", since: nil, limit: 10, coalesce: false, now: 0, park: nil)
+        let (poll, displaced, ended) = registry.pollAsConsumer("a", since: nil, limit: 10, coalesce: false, now: 0, parking: .never)
         guard case .changes(let changes, _) = poll else {
             Issue.record("expected an answer, got \(poll)")
             return
@@ -66,7 +52,7 @@ import Testing
     @Test func aNewerStreamSupersedesTheOlderAndTakesAParkedPollsPlace() {
         let registry = Self.registry()
         let poll = Poll()
-        _ = registry.poll("a", since: nil, limit: 10, now: 0) { poll }
+        _ = registry.poll("a", since: nil, limit: 10, now: 0, parking: .waiter(poll))
         let older = Stream()
         let first = registry.openStream(older, of: "a")
         #expect(first.displaced === poll)
@@ -77,14 +63,14 @@ import Testing
         #expect(older.isSuperseded && !newer.isSuperseded)
         // The older one ending does not take the newer one's place away.
         registry.closeStream(older, of: "a")
-        let (_, _, ended) = registry.pollAsConsumer("a", since: nil, limit: 10, coalesce: false, now: 0, park: nil)
+        let (_, _, ended) = registry.pollAsConsumer("a", since: nil, limit: 10, coalesce: false, now: 0, parking: .never)
         #expect(ended.count == 1 && ended.first === newer)
     }
 
     @Test func aParkedPollIsAnsweredByTheFirstToClaimItOnly() {
         let registry = Self.registry()
         let poll = Poll()
-        _ = registry.poll("a", since: nil, limit: 10, now: 0) { poll }
+        _ = registry.poll("a", since: nil, limit: 10, now: 0, parking: .waiter(poll))
         let woken = registry.publish([Self.change(1)])
         #expect(woken.count == 1 && woken.first?.waiter === poll)
         // Its deadline passes while the wake is under way: the deadline
@@ -101,7 +87,7 @@ import Testing
     @Test func aWokenPollWithNothingToSayParksAgainAndGivesItsClaimBack() {
         let registry = Self.registry()
         let poll = Poll()
-        _ = registry.poll("a", since: nil, limit: 10, now: 0) { poll }
+        _ = registry.poll("a", since: nil, limit: 10, now: 0, parking: .waiter(poll))
         // Woken by nothing it reads (as after another instance's reload): parked again.
         #expect(registry.takeWaiter(of: "a") === poll)
         guard case .parked = registry.repoll(poll, parkAgain: true, now: 0) else {
@@ -111,7 +97,7 @@ import Testing
         #expect(registry.waiter(of: "a") === poll)
         #expect(!poll.isClaimed)
         // Expired: not parked again, answered with nothing at its cursor.
-        poll.expired.store(true, ordering: .releasing)
+        poll.expire()
         guard case .changes(let changes, let cursor) = registry.repoll(poll, parkAgain: true, now: 0) else {
             Issue.record("expected an answer")
             return

@@ -16,8 +16,8 @@ final class Waiter: ChangeWaiter {}
         _ = registry.track("b", keys: [PropertyKey("/y")], at: 0, now: 0)
         let waiterA = Waiter()
         let waiterB = Waiter()
-        _ = registry.poll("a", since: 0, limit: 10, now: 0) { waiterA }
-        _ = registry.poll("b", since: 0, limit: 10, now: 0) { waiterB }
+        _ = registry.poll("a", since: 0, limit: 10, now: 0, parking: .waiter(waiterA))
+        _ = registry.poll("b", since: 0, limit: 10, now: 0, parking: .waiter(waiterB))
         let woken = registry.publish([change(1, "/x")])
         #expect(woken.map(\.observer) == ["a"])
         #expect(woken.first?.waiter === waiterA)
@@ -110,9 +110,15 @@ final class Waiter: ChangeWaiter {}
         let keys = [x, y]
         var stored: [[String]] = []
         func track(_ keys: [PropertyKey], at seq: Int64) -> [String] {
-            let result = storing
-                ? registry.track("a", keys: keys, at: seq, now: 0) { added, _ in stored.append(added.map(\.0.path)) }
-                : registry.track("a", keys: keys, at: seq, now: 0)
+            let result: ObservationRegistry.TrackResult
+            if storing {
+                // Planned, stored, then applied.
+                let plan = registry.planTrack("a", keys: keys, at: seq, now: 0)
+                if case .reads(let added, _, _) = plan, !added.isEmpty { stored.append(added.map(\.0.path)) }
+                result = registry.applyTrack("a", plan, keys: keys)
+            } else {
+                result = registry.track("a", keys: keys, at: seq, now: 0)
+            }
             guard case .tracked(let added, _) = result else { return ["refused"] }
             return added.map(\.0.path)
         }
@@ -177,7 +183,7 @@ final class Waiter: ChangeWaiter {}
         let registry = ObservationRegistry(retain: 10)
         registry.add(ObserverSnapshot(id: "a", cursor: 0, ttlSeconds: 40, lastUsed: 0))
         // Parked at 9: used, but not saved (the saved use is 0).
-        _ = registry.poll("a", since: 0, limit: 10, now: 9) { Waiter() }
+        _ = registry.poll("a", since: 0, limit: 10, now: 9, parking: .waiter(Waiter()))
         #expect(registry.takeDirty(now: 19, touchingParked: true).isEmpty)
         #expect(registry.takeDirty(now: 21, touchingParked: true).map(\.lastUsed) == [21])
         #expect(registry.takeDirty(now: 22, touchingParked: true).isEmpty)
@@ -188,7 +194,7 @@ final class Waiter: ChangeWaiter {}
         registry.add(ObserverSnapshot(id: "idle", cursor: 0, ttlSeconds: 5, lastUsed: 0))
         registry.add(ObserverSnapshot(id: "parked", cursor: 0, ttlSeconds: 5, lastUsed: 0))
         _ = registry.track("idle", keys: [PropertyKey("/x")], at: 0, now: 0)
-        _ = registry.poll("parked", since: 0, limit: 10, now: 0) { Waiter() }
+        _ = registry.poll("parked", since: 0, limit: 10, now: 0, parking: .waiter(Waiter()))
         let result1 = registry.expire(now: 4)
         #expect(result1.isEmpty)
         let result2 = registry.expire(now: 6)
@@ -207,7 +213,7 @@ final class Waiter: ChangeWaiter {}
         registry.add(ObserverSnapshot(id: "idle", cursor: 0, ttlSeconds: 7, lastUsed: 0))
         let touched = registry.touch("used", now: 4)
         #expect(touched)
-        _ = registry.poll("parked", since: 0, limit: 10, now: 0) { Waiter() }
+        _ = registry.poll("parked", since: 0, limit: 10, now: 0, parking: .waiter(Waiter()))
         var expired = registry.expire(now: 6)
         #expect(expired == [])
         expired = registry.expire(now: 7.5)

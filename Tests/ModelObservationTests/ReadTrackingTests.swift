@@ -27,7 +27,8 @@ import Testing
     @Test func readsAndTheReadsImpliedByInsertsSinceTakeEffectOnlyWhenApplied() throws {
         let registry = Self.registryWithInsert()
         // Read in a response built before the insert.
-        guard case .reads(let added, let replayed) = registry.planTrack("a", keys: [Self.list], at: 0, now: 0) else {
+        let plan = registry.planTrack("a", keys: [Self.list], at: 0, now: 0)
+        guard case .reads(let added, let replayed, _) = plan else {
             Issue.record("expected reads to add")
             return
         }
@@ -37,7 +38,7 @@ import Testing
         #expect(Self.changes(registry, since: 0)?.isEmpty == true)
         #expect(registry.readers(of: Self.list).isEmpty)
 
-        guard case .tracked(let tracked, _) = registry.applyTrack("a", added, replayed: replayed) else {
+        guard case .tracked(let tracked, _) = registry.applyTrack("a", plan) else {
             Issue.record("expected tracked")
             return
         }

@@ -252,11 +252,11 @@ extension ReadBatchTests {
 extension Store {
     /// SQLite's fold of the read journal, now rather than on its thread's time.
     func foldReads(all: Bool = false) {
-        (readDurability as! SQLiteReadDurability).foldReads(all: all, in: self)
+        reads.fold(all: all, writer)
     }
 
     /// SQLite's compaction of the stored reads, now rather than on its thread's time.
     func compactReadsIfDue() {
-        (readDurability as! SQLiteReadDurability).compactReadsIfDue(in: self)
+        reads.compactIfDue(writer)
     }
 }

@@ -1,70 +1,136 @@
 import ModelObservation
 
-/// How an engine makes observers' reads durable: everything the store asks
-/// about a read becoming durable goes through this, and each engine's
-/// storage module supplies the one implementation (SQLite's: a read journal
-/// beside the database, else the database; PostgreSQL's: the database).
+/// Where an engine makes observers' reads durable: a sink the store hands
+/// reads to, and asks to fold, compact and forget them. It holds the
+/// engine's storage and nothing above it: neither the store nor the
+/// registry is in its reach, and it publishes nothing. Each engine's
+/// storage module supplies the one implementation (SQLite's: a read
+/// journal beside the database, else the database; PostgreSQL's: the
+/// database).
 ///
-/// What every implementation keeps, across restarts and `kill -9`: a read
-/// is stored before it takes effect in the registry, so no poll delivers a
-/// change through a read that is not stored; the reads an insert implies
-/// for its receivers are stored with the insert, or before any poll can
-/// deliver through them; and a read stored before a clear never counts
-/// again after it.
+/// What the store keeps with it, across restarts and `kill -9`
+/// (`ReadTracking`): a read is stored before it takes effect in the
+/// registry, so no poll delivers a change through a read that is not
+/// stored; the reads an insert implies for its receivers are stored with
+/// the insert, or before any poll can deliver through them; and a read
+/// stored before a clear never counts again after it.
 ///
-/// An implementation holds the store's storage (the one behind its writer
-/// lock) and uses it only before the store exists (`recover`) and where a
-/// requirement says that the writer lock is held.
+/// "Holding the writer lock" below: the store's lock on the storage;
+/// "holding the reads lock": `ReadTracking`'s, which orders the reads of
+/// the registry and of the journal alike.
 package protocol ReadDurability: AnyObject, Sendable {
     /// Stores the reads an earlier run left outside the database (a crash):
     /// called once at start, after the migrations and before the observers
     /// are loaded, so that they are loaded with those reads.
     func recover() throws
 
-    /// Starts the background work, once the store is made.
-    func start(_ store: Store)
+    /// Whether reads are appended to a journal on the thread that answers
+    /// them (`journal`); if not, they wait for the group commit (`store`).
+    var journals: Bool { get }
 
-    /// Tracks a read on the reading thread: observer `id` read `keys` in a
-    /// response reflecting every change up to `seq`. Its new reads, with
-    /// those implied by inserts published since `seq`, are made durable
-    /// before they take effect, all under the registry's lock, so that no
-    /// commit publishes in between. Returns nil when it does not track it
-    /// here: the store then queues it for the group commit, which stores it
-    /// with `store(_:addedBy:)`.
-    func track(_ keys: [PropertyKey], by id: String, at seq: Int64, now: Double, in store: Store) -> ObservationRegistry.TrackResult?
+    /// Appends `reads` to the journal before they take effect. Holding the
+    /// reads lock. Returns whether the journal asks to be folded now;
+    /// throws when it could not take them (a full disk): they are then
+    /// stored in the database, in the group commit.
+    func journal(_ reads: [ObserverReads]) throws -> Bool
 
     /// Stores `reads`, those that the queued reads `tracks` add, in the
-    /// transaction the group commit runs for them, before they take effect
-    /// (`applyTrack`). Holding the writer lock.
+    /// transaction the group commit runs for them, before they take effect.
+    /// Holding the writer lock.
     func store(_ reads: [ObserverReads], addedBy tracks: [PendingTrack]) throws
 
     /// Stores the reads an insert implies for the receivers the registry
-    /// names at that moment, in the write's transaction. Holding the writer
-    /// lock.
+    /// names at that moment, in the write's transaction. Holding the
+    /// writer lock.
     func storeImplied(_ reads: [ObserverReads]) throws
 
-    /// Publishes `committed` to the store's registry, after their commit and
-    /// before the state that holds them is visible; returns the parked
-    /// waiters to wake. The reads an insert implies for a reader tracked
-    /// between the moment its receivers were stored (`storedImplied`, by
-    /// `seq`) and this one are made durable here, before any poll can
-    /// deliver through them. Holding the writer lock.
-    func publish(_ committed: [Change], storedImplied: [Int64: Set<String>], in store: Store)
-        -> [(observer: String, waiter: any ChangeWaiter)]
+    // MARK: - Clearing an observer's reads, in three steps
 
-    /// Forgets every read of observer `id`, in the registry and stored, so
-    /// that none stored before counts again; throws `notFound` for an
-    /// unknown observer. Holding the writer lock (inside `exclusive`).
-    func clearReads(of id: String, now: Double, in store: Store) throws
+    /// Before the registry forgets the reads: what is journaled so far is
+    /// stored. Holding the writer lock.
+    func prepareClear() throws
 
-    /// Stops the background work, waiting for it at most `timeout` (nil:
-    /// until it has ended).
-    func stop(timeout: Duration?)
+    /// Right after the registry forgot them, in the same hold of the reads
+    /// lock: nothing journaled from now on is folded in before the clear.
+    /// Holding the writer lock and the reads lock.
+    func markClear()
 
-    /// Stores what is still kept outside the database: at a clean stop,
-    /// after the last commit and housekeeping.
-    func flush(_ store: Store)
+    /// Forgets every stored read of observer `id`, so that none stored
+    /// before counts again. Holding the writer lock.
+    func clearStored(of id: String) throws
+
+    // MARK: - Folding the journal into the database
+
+    /// Stores the next reads of the journal's idle part, a few thousand in
+    /// one transaction; once none is left, empties it and returns false.
+    /// Holding the writer lock.
+    func foldIdleChunk() throws -> Bool
+
+    /// Makes the journal's active part the idle one, to be folded, when it
+    /// has grown past its threshold (or holds anything, with `all`) and the
+    /// idle part is empty; returns whether it did. Holding the writer lock
+    /// and the reads lock.
+    func swapIfDue(all: Bool) -> Bool
+
+    // MARK: - Compacting what is stored
+
+    /// The newest stored batch of reads, when about as many stored entries
+    /// no longer count as are stored, and at least a few thousand:
+    /// `dropped` more have stopped counting (their observers deleted,
+    /// expired or cleared) since the last compaction. Holding the writer
+    /// lock.
+    func compactionDue(dropped: Int) throws -> Int64?
+
+    /// The entries of the next few stored batches after `after` up to
+    /// `through`, for the store to decide which still count; nil when none
+    /// is left. Holding the writer lock.
+    func batchesToCompact(after: Int64, through: Int64) throws -> ReadBatchesToCompact?
+
+    /// Rewrites `batches` with only the entries `keeping` marks, in one
+    /// transaction. Holding the writer lock, the same hold as
+    /// `batchesToCompact`.
+    func compact(_ batches: ReadBatchesToCompact, keeping: [Bool]) throws
+
+    /// The compaction ended: what it counted as no longer counting starts
+    /// again from zero. Holding the writer lock.
+    func compactionEnded()
 
     /// Closes what it keeps beside the database, once the database is closed.
     func close()
+}
+
+/// Stored batches of reads read back for a compaction: each entry's
+/// observer, `seq` and keys, and where the engine keeps them.
+package struct ReadBatchesToCompact {
+    package let entries: [(observer: String, seq: Int64, keys: [PropertyKey])]
+    /// The batches read: those after `after`, through `last`.
+    package let after: Int64
+    package let last: Int64
+    /// The engine's own note of each entry (SQLite: its set of keys).
+    package let notes: [Int64]
+    /// The entries the batches held, counted ones that are gone included.
+    package let read: Int
+
+    package init(entries: [(observer: String, seq: Int64, keys: [PropertyKey])], after: Int64, last: Int64, notes: [Int64], read: Int) {
+        self.entries = entries
+        self.after = after
+        self.last = last
+        self.notes = notes
+        self.read = read
+    }
+}
+
+extension ReadDurability {
+    /// None, where reads are not journaled.
+    package var journals: Bool { false }
+    package func journal(_ reads: [ObserverReads]) throws -> Bool { false }
+    package func prepareClear() throws {}
+    package func markClear() {}
+    package func foldIdleChunk() throws -> Bool { false }
+    package func swapIfDue(all: Bool) -> Bool { false }
+    package func compactionDue(dropped: Int) throws -> Int64? { nil }
+    package func batchesToCompact(after: Int64, through: Int64) throws -> ReadBatchesToCompact? { nil }
+    package func compact(_ batches: ReadBatchesToCompact, keeping: [Bool]) throws {}
+    package func compactionEnded() {}
+    package func close() {}
 }
