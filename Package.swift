@@ -144,7 +144,7 @@ let package = Package(
             ]
         ),
         // The client against real servers started as child processes.
-        .testTarget(name: "ObservableClientTests", dependencies: ["ObservableClient", "TestSupport"]),
+        .testTarget(name: "ObservableClientTests", dependencies: ["ObservableClient", "JSON", "TestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "HTTPServer", "ModelStore", "JSON"]),
         .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency", "TestSupport"]),
         .testTarget(
@@ -159,7 +159,8 @@ let package = Package(
         .testTarget(
             name: "ModelStoreTests",
             dependencies: [
-                "ModelStore", "ModelStoreSQLite", "ModelStoreDatabases", "ModelObservation", "Models", "SQLiteStore", "JSON", "TestSupport",
+                "ModelStore", "ModelStoreSQLite", "ModelStoreDatabases", "ModelObservation", "Models", "SQLiteStore", "JSON", "Concurrency",
+                "TestSupport",
             ]
         ),
         .testTarget(name: "EmbeddedFilesTests", dependencies: ["EmbeddedFiles"]),

@@ -121,6 +121,73 @@ import Testing
         #expect(schema["x-maxBytes"] == "\(imageURL.maxBytes)")
     }
 
+    /// `If-Match` is described as the server reads it: every value its
+    /// pattern admits is one the server may accept (a list of its own tags,
+    /// or `*`), and the values it leaves out that a client may send (an
+    /// empty value, a weak tag, a tag of another form) are refused whatever
+    /// the state, so a tool that sends schema-valid values is refused only
+    /// for a tag that is not current.
+    @Test func theIfMatchPatternAdmitsWhatTheServerCanAccept() throws {
+        let file = String(decoding: try Self.document(), as: UTF8.self)
+        let quoted = try #require(Self.keywords(ofParameterSchema: "IfMatch", in: file)["pattern"])
+        #expect(quoted.hasPrefix("'") && quoted.hasSuffix("'"))
+        let pattern = try NSRegularExpression(pattern: String(quoted.dropFirst().dropLast()))
+        func admits(_ value: String) -> Bool {
+            pattern.firstMatch(in: value, range: NSRange(value.startIndex..., in: value)) != nil
+        }
+
+        let server = try TestServer()
+        let client = server.client
+        let donut = "/truck/donuts/0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
+        func etag() throws -> String { try #require(try client.get(donut).header("ETag")) }
+        let other = "\"0123456789abcdef\""
+        var accepted: [String] = []
+        for (i, value) in try ["current", "*", "list", "list with a tab"].enumerated() {
+            let tag = try etag()
+            let sent = switch value {
+            case "current": tag
+            case "*": "*"
+            case "list": "\(other), \(tag)"
+            default: "\(other),\t\(tag)"
+            }
+            #expect(admits(sent), "the If-Match pattern leaves out \(sent)")
+            let answer = try client.patch(donut, ["topping": .string("topping \(i)")], headers: ["If-Match": sent])
+            #expect(answer.status == 200, "If-Match: \(sent) was answered \(answer.status)")
+            accepted.append(sent)
+        }
+        #expect(accepted.count == 4)
+
+        let tag = try etag()
+        for refused in ["", "W/" + tag, String(tag.dropFirst().dropLast()), "\"current\""] {
+            #expect(!admits(refused), "the If-Match pattern admits \(refused)")
+            let answer = try client.patch(donut, ["topping": .string("refused")], headers: ["If-Match": refused])
+            #expect(answer.status == 412, "If-Match: \(refused) was answered \(answer.status)")
+        }
+        #expect(try etag() == tag)
+    }
+
+    /// The one-line keywords of the schema of the parameter `name` of
+    /// `components: parameters:` (its `schema:` at six spaces, the keywords
+    /// at eight), read from the layout docs/openapi.yaml keeps.
+    static func keywords(ofParameterSchema name: String, in yaml: String) -> [String: String] {
+        var inParameters = false, inParameter = false, inSchema = false
+        var keywords: [String: String] = [:]
+        for line in yaml.split(separator: "\n") {
+            let indent = line.prefix { $0 == " " }.count
+            if indent <= 2 {
+                inParameters = line == "  parameters:"
+            } else if indent == 4 {
+                inParameter = inParameters && line == "    \(name):"
+                inSchema = false
+            } else if inParameter, indent == 6 {
+                inSchema = line == "      schema:"
+            } else if inSchema, indent == 8, let colon = line.firstIndex(of: ":") {
+                keywords[String(line[line.index(line.startIndex, offsetBy: 8)..<colon])] = String(line[colon...].dropFirst(2))
+            }
+        }
+        return keywords
+    }
+
     /// The one-line keywords (`key: value`) of the schema `name` of
     /// `components: schemas:`, read from the layout docs/openapi.yaml keeps.
     static func keywords(ofSchema name: String, in yaml: String) -> [String: String] {
