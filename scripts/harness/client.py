@@ -29,9 +29,10 @@ class Client:
     `request` sends a request and reads its answer: (status, headers, value),
     headers a dict with lower-case names (a repeated header's values joined
     by ", "), value the JSON of the body, or None. `exchange` is the same
-    with the body as bytes. `send` and `receive` split one of them in two,
-    so that requests can be in flight while something else is timed or
-    read; answers come in the order the requests were sent.
+    with the body as bytes. `send` and then `answer` (or `receive`, bytes)
+    split one of them in two, so that requests can be in flight while
+    something else is timed or read; answers come in the order the
+    requests were sent.
 
     `timeout` (seconds; None: none) bounds connecting and each read. A GET
     or HEAD that finds its keep-alive connection closed by the server is
@@ -49,6 +50,12 @@ class Client:
         self.sock = None
         self.buffer = bytearray()
         self.pending = collections.deque()   # methods of the requests sent and not yet answered
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def connect(self, timeout=None):
         self.close()
@@ -112,6 +119,11 @@ class Client:
             self.connect()
         self.pending.append(f"{method} {path}")
         self.sock.sendall(head.encode("latin-1") + b"\r\n" + (data or b""))
+
+    def answer(self, patience=_CONSTRUCTOR):
+        """`receive`, with the JSON of the body: (status, headers, value or None)."""
+        status, headers, payload = self.receive(patience)
+        return status, headers, decode(headers, payload)
 
     def receive(self, patience=_CONSTRUCTOR):
         """The answer to the oldest request sent and not yet answered:
