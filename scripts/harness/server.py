@@ -5,6 +5,7 @@ import os
 import re
 import resource
 import signal
+import socket
 import subprocess
 import time
 
@@ -35,6 +36,13 @@ def trusted_environment():
 def serve_command(binary, database, port=0, arguments=()):
     """`observable-server serve` on 127.0.0.1:`port` (0: a free port it picks) and `database`."""
     return [binary, "serve", "--host", HOST, "--port", str(port), "--database", database, *arguments]
+
+
+def free_port():
+    """A port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
 
 
 def raise_descriptor_limit():
@@ -139,7 +147,7 @@ class Server:
             if found:
                 return int(found[-1])
             self._exited()
-            time.sleep(0.01)
+            time.sleep(0.005)
         raise ServerError(f"{self.name} did not say where it listens{self.where()}")
 
     def _wait_healthy(self, deadline):
@@ -153,7 +161,7 @@ class Server:
                 pass
             finally:
                 client.close()
-            time.sleep(0.01)
+            time.sleep(0.005)
         raise ServerError(f"{self.name} did not answer GET /healthz on port {self.port}{self.where()}")
 
     def alive(self):
