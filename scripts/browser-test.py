@@ -43,7 +43,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -51,7 +50,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-from harness import Server, serve_command
+from harness import Server, free_port, serve_command
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -80,12 +79,6 @@ PARTS = [("grid-card", "page-grid.png"), ("truck-card", "page-truck.png"), ("tru
 
 class Failure(Exception):
     pass
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_server(binary, database, port, log_path, token, arguments=()):
