@@ -185,23 +185,21 @@ creation order); kill -9 with writes in flight.
 
 import argparse
 import collections
-import http.client
 import json
 import os
 import random
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.parse
 
+from harness import Client, ConnectionLost, Postgres, admin_url, start_instances, trusted_environment
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
 INF = float("inf")
 
 CATEGORIES = [
@@ -270,168 +268,49 @@ class Report:
 
 
 # ---------------------------------------------------------------------------
-# HTTP
-
-
-class ConnectionLost(Exception):
-    pass
-
-
-class Client:
-    """One keep-alive HTTP/1.1 connection to one port."""
-
-    def __init__(self, port, timeout=30.0):
-        self.port = port
-        self.timeout = timeout
-        self.conn = None
-
-    def request(self, method, path, body=None, headers=None, raw=None, timeout=None):
-        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-        h = {}
-        if data is not None:
-            h["Content-Type"] = "application/json"
-        h.update(headers or {})
-        for attempt in (0, 1):
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout or self.timeout)
-            elif timeout is not None:
-                self.conn.timeout = timeout
-                if self.conn.sock is not None:
-                    self.conn.sock.settimeout(timeout)
-            sent = False
-            try:
-                self.conn.request(method, path, body=data, headers=h)
-                sent = True
-                resp = self.conn.getresponse()
-                payload = resp.read()
-            except (OSError, http.client.HTTPException) as e:
-                self.close()
-                # A keep-alive connection the server closed meanwhile: the
-                # request never reached it; retry once on a new connection.
-                if attempt == 0 and isinstance(e, (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)) and method in ("GET", "HEAD"):
-                    continue
-                raise ConnectionLost(f"{method} {path}: {type(e).__name__}: {e}")
-            break
-        if timeout is not None and self.conn is not None:
-            self.conn.timeout = self.timeout
-            if self.conn.sock is not None:
-                self.conn.sock.settimeout(self.timeout)
-        headers_out = {}
-        for k, v in resp.getheaders():
-            k = k.lower()
-            # repeated headers (two Link: a page of each of the truck's collections) joined as one list
-            headers_out[k] = headers_out[k] + ", " + v if k in headers_out else v
-        if headers_out.get("connection", "").lower() == "close":
-            self.close()
-        value = None
-        if payload and "json" in headers_out.get("content-type", ""):
-            try:
-                value = json.loads(payload.decode("utf-8"))
-            except ValueError:
-                value = None
-        return resp.status, headers_out, value
-
-    def close(self):
-        if self.conn is not None:
-            try:
-                self.conn.close()
-            except Exception:
-                pass
-            self.conn = None
-
-
-# ---------------------------------------------------------------------------
 # Server processes
 
 
-def postgres_admin_url(args):
-    return args.postgres_url or os.environ.get("OBSERVABLE_TEST_POSTGRES_ADMIN_URL")
+# What every instance runs with: every change kept (the checker replays
+# from 0), long-polls of up to a minute, and, since every observer's poll
+# comes from 127.0.0.1, no share per address.
+ARGUMENTS = ["--retain-changes", "100000000", "--retain-changes-bytes", "100000000000", "--max-long-poll", "60",
+             "--idle-timeout", "120", "--max-connections-per-address", "1000000"]
 
 
-def create_pg_database(admin_url):
-    """Makes a fresh database next to admin_url's; returns its URL."""
-    u = urllib.parse.urlparse(admin_url)
-    name = f"precision_{os.getpid()}_{random.randrange(1 << 30)}"
-    env = dict(os.environ)
-    if u.password:
-        env["PGPASSWORD"] = u.password
-    cmd = ["psql", "-h", u.hostname or "127.0.0.1", "-p", str(u.port or 5432), "-U", u.username or "postgres",
-           "-d", (u.path or "/postgres").lstrip("/") or "postgres", "-v", "ON_ERROR_STOP=1", "-q",
-           "-c", f"CREATE DATABASE {name}"]
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-    return urllib.parse.urlunparse(u._replace(path="/" + name))
+def start_servers(args, folder, count, database, fault=None):
+    """The instances of a run on `database`, started: one, or three named A, B
+    and C; with OBSERVABLE_PLANTED_FAULT set to `fault` (unset if None) and the
+    quotas of a trusted address."""
+    env = trusted_environment()
+    env.pop("OBSERVABLE_PLANTED_FAULT", None)
+    if fault:
+        env["OBSERVABLE_PLANTED_FAULT"] = fault
+    names = [f"instance {'ABC'[i] if count > 1 else 'server'}" for i in range(count)]
+    return start_instances(count, args.binary, database, folder, ARGUMENTS, env=env, names=names)
 
 
-class Instance:
-    def __init__(self, binary, database, log_path, env, extra_args, report, name):
-        self.binary = binary
-        self.database = database
-        self.log_path = log_path
-        self.env = env
-        self.extra = extra_args
-        self.report = report
-        self.name = name
-        self.proc = None
-        self.port = None
-        self.starts = 0
+def stop_server(instance, how, report):
+    """"kill": kill -9. "term": SIGTERM, after which the instance must exit 0 within 30 s."""
+    if instance.process is None:
+        return
+    if how == "kill":
+        instance.kill()
+        return
+    code = instance.stop(30)
+    if code is None:
+        report.fail("crash", f"{instance.name} did not stop within 30 s of SIGTERM; killed")
+    elif code != 0:
+        report.fail("crash", f"{instance.name} exited {code} after SIGTERM (expected 0); see {instance.log_path}")
 
-    def start(self):
-        log = open(self.log_path, "ab")
-        before = os.path.getsize(self.log_path)
-        self.proc = subprocess.Popen(
-            [self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--database", self.database,
-             "--retain-changes", "100000000", "--retain-changes-bytes", "100000000000", "--max-long-poll", "60", "--idle-timeout", "120",
-             # Every observer's poll comes from 127.0.0.1: no share per address.
-             "--max-connections-per-address", "1000000"] + self.extra,
-            stdout=log, stderr=subprocess.STDOUT, env=self.env)
-        log.close()
-        deadline = time.monotonic() + 60
-        self.port = None
-        while time.monotonic() < deadline:
-            with open(self.log_path, "rb") as f:
-                f.seek(before)
-                found = LISTENING.findall(f.read().decode("utf-8", "replace"))
-            if found:
-                self.port = int(found[-1])
-                break
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode} at start; see {self.log_path}")
-            time.sleep(0.02)
-        if self.port is None:
-            raise RuntimeError(f"{self.name} did not start; see {self.log_path}")
-        c = Client(self.port, timeout=5)
-        while time.monotonic() < deadline:
-            try:
-                status, _, _ = c.request("GET", "/healthz")
-                if status == 200:
-                    break
-            except ConnectionLost:
-                pass
-            time.sleep(0.05)
-        c.close()
-        self.starts += 1
 
-    def stop(self, how):
-        if self.proc is None:
-            return
-        if how == "kill":
-            self.proc.kill()
-            self.proc.wait()
-        else:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                code = self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.report.fail("crash", f"{self.name} did not stop within 30 s of SIGTERM; killed")
-                self.proc.kill()
-                self.proc.wait()
-                code = None
-            if code not in (0, None):
-                self.report.fail("crash", f"{self.name} exited {code} after SIGTERM (expected 0); see {self.log_path}")
-        self.proc = None
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
+def cluster_database(args):
+    """A new database on the PostgreSQL server of --postgres-url or
+    scripts/with-postgres; its URL (None without either)."""
+    admin = admin_url(args.postgres_url)
+    if not admin:
+        return None
+    return Postgres(admin).create(f"precision_{os.getpid()}_{random.randrange(1 << 30)}")
 
 
 # ---------------------------------------------------------------------------
@@ -1922,7 +1801,6 @@ class Checker:
             alive = inst.alive()
             self.report.fail("crash", f"{inst.name}: {e}; the process is {'alive' if alive else 'gone: see ' + inst.log_path}")
             if not alive:
-                inst.proc = None
                 inst.start()
             raise
 
@@ -2730,7 +2608,7 @@ class Checker:
         inst = self.instances[k]
         t_kill = time.monotonic()
         print(f"restart: {inst.name} by {'SIGTERM' if how == 'term' else 'kill -9'} after {self.stats['ops']} operations", flush=True)
-        inst.stop(how)
+        stop_server(inst, how, self.report)
         inst.start()
         self.clients[k].close()
         self.clients[k] = Client(inst.port)
@@ -2878,37 +2756,18 @@ class Checker:
 # Entry
 
 
-def start_instances(args, report, tmp, env_extra, count, database):
-    env = dict(os.environ)
-    env.pop("OBSERVABLE_PLANTED_FAULT", None)
-    # About a thousand observers from 127.0.0.1: the quotas of a trusted
-    # address (docs/OPERATIONS.md, "Quotas"), raised unless the caller's environment says.
-    for name, value in (("OBSERVABLE_MAX_OBSERVERS_PER_CLIENT", "1000000"), ("OBSERVABLE_MAX_STREAMS_PER_CLIENT", "1000000"),
-                        ("OBSERVABLE_MAX_RUNNING_JOBS", "100000"), ("OBSERVABLE_MIN_JOB_INTERVAL", "10")):
-        env.setdefault(name, value)
-    env.update(env_extra)
-    insts = []
-    for i in range(count):
-        inst = Instance(args.binary, database, os.path.join(tmp, f"server-{i}.log"), env, [], report, f"instance {'ABC'[i] if count > 1 else 'server'}")
-        inst.start()
-        insts.append(inst)
-    return insts
-
-
 def run_mode(args, mode, fault=None):
     report = Report(max_print=args.max_print)
     tmp = tempfile.mkdtemp(prefix="precision-check-")
-    env_extra = {"OBSERVABLE_PLANTED_FAULT": fault} if fault else {}
     insts = []
     try:
         if mode == "cluster":
-            admin = postgres_admin_url(args)
-            if not admin:
+            db = cluster_database(args)
+            if not db:
                 raise SystemExit("cluster mode needs PostgreSQL: run under scripts/with-postgres or pass --postgres-url")
-            db = create_pg_database(admin)
-            insts = start_instances(args, report, tmp, env_extra, 3, db)
+            insts = start_servers(args, tmp, 3, db, fault)
         else:
-            insts = start_instances(args, report, tmp, env_extra, 1, os.path.join(tmp, "db.sqlite"))
+            insts = start_servers(args, tmp, 1, os.path.join(tmp, "db.sqlite"), fault)
         print(f"mode {mode}{' with planted fault ' + fault if fault else ''}: {len(insts)} instance(s) on ports "
               f"{[i.port for i in insts]}, logs in {tmp}", flush=True)
         if mode == "concurrent":
@@ -2919,7 +2778,7 @@ def run_mode(args, mode, fault=None):
     finally:
         for inst in insts:
             if inst.alive():
-                inst.stop("term")
+                stop_server(inst, "term", report)
         if report.total() == 0 and not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
@@ -3359,7 +3218,7 @@ class ConcurrentChecker(Checker):
         inst = self.instances[0]
         t_kill = time.monotonic()
         print(f"restart: by {'SIGTERM' if how == 'term' else 'kill -9'} after {self.ops_done} operations", flush=True)
-        inst.stop(how)
+        stop_server(inst, how, self.report)
         inst.start()
         self.restarting = False
         self.catch_up()
@@ -3688,7 +3547,7 @@ def planted_faults(args):
         a.streams = 10
         a.max_print = 3
         mode = "sequential"
-        if fault == "forget-cursor" and postgres_admin_url(args):
+        if fault == "forget-cursor" and admin_url(args.postgres_url):
             mode = "cluster"
         print(f"--- planted fault {fault} ({mode}) ---", flush=True)
         report = run_mode(a, mode, fault=fault)
