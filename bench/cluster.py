@@ -25,24 +25,21 @@ as one JSON line (also written to bench/out/cluster.json):
 Every wait is bounded; a scenario that cannot finish raises SystemExit.
 """
 import argparse
-import glob
 import json
 import os
 import random
 import re
-import resource
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from longpoll import KeepAlive, Poll, percentile, read_response  # noqa: E402
-from run import cpu_seconds, parse_latency, trusted_environment, wait_up  # noqa: E402
+from harness import (Client, Postgres, cpu_seconds, postgres_tool, raise_descriptor_limit, start_instances,
+                     stop_instances, trusted_environment)
+from longpoll import Poll, percentile
+from run import parse_latency
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out")
@@ -51,132 +48,21 @@ BASE_PORT = 18500
 SERVER_ARGUMENTS = []  # more options for every instance (--server-threads)
 
 
-def postgres_tool(name):
-    for directory in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda d: [int(x) for x in re.findall(r"\d+", d)],
-                            reverse=True):
-        if os.access(os.path.join(directory, name), os.X_OK):
-            return os.path.join(directory, name)
-    found = shutil.which(name)
-    if not found:
-        raise SystemExit(f"cannot find {name} (scripts/install-deps installs postgresql)")
-    return found
-
-
-class Postgres:
-    """The throwaway server of scripts/with-postgres: one database per scenario."""
-
-    def __init__(self, admin_url):
-        self.admin_url = admin_url
-        self.psql = postgres_tool("psql")
-        self.count = 0
-
-    def url(self, database):
-        parts = urllib.parse.urlsplit(self.admin_url)
-        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/" + database, "", ""))
-
-    def sql(self, statement, database="postgres"):
-        return subprocess.run([self.psql, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", statement, self.url(database)],
-                              capture_output=True, text=True, check=True, timeout=60).stdout
-
-    def fresh(self, label):
-        self.count += 1
-        name = f"bench_{self.count}_{re.sub(r'[^a-z0-9]+', '_', label.lower())}"[:60]
-        self.sql(f"CREATE DATABASE {name}")
-        return name
-
-    def pids(self, database):
-        """PostgreSQL's processes: the database's backends and the background ones."""
-        text = self.sql(f"SELECT pid FROM pg_stat_activity WHERE (datname = '{database}' OR datname IS NULL)"
-                        " AND pid <> pg_backend_pid()")
-        return [int(line) for line in text.split() if line.strip()]
-
-
 def cpu_of(pids):
-    total = 0.0
-    for pid in pids:
-        try:
-            total += cpu_seconds(pid)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total
+    return sum(cpu_seconds(pid) for pid in pids)
 
 
-def raise_descriptor_limit():
-    """Lets this process, and what it starts from here on, open as many descriptors as the hard limit allows."""
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
-def serve_command(port, database, server=SERVER, arguments=()):
+def start_ours(count, database, folder, server=SERVER, arguments=(), base_port=BASE_PORT):
+    """`count` instances of `server` on `database`, on ports from `base_port`, as the benchmarks run them."""
     # The load comes from a few loopback addresses: no share per address.
-    return [server, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", database,
-            "--log-level", "warning", "--max-connections-per-address", "1000000", *SERVER_ARGUMENTS, *arguments]
-
-
-class Instance:
-    """A server process listening on 127.0.0.1:`port`, its output in the folder's log; up once /healthz answers."""
-
-    def __init__(self, port, folder, command):
-        self.port = port
-        self.log = open(os.path.join(folder, f"server-{port}.log"), "ab")
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=self.log, preexec_fn=raise_descriptor_limit,
-                                        env=trusted_environment())
-        wait_up(port, self.process, seconds=60)
-
-    @property
-    def pid(self):
-        return self.process.pid
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
-        return self.process.returncode
-
-
-def start_instances(count, database, folder, server=SERVER, arguments=(), base_port=BASE_PORT):
-    """`count` instances of `server` on `database`, started one after the other (migrations run once)."""
-    instances = []
-    try:
-        for k in range(count):
-            port = base_port + k
-            instances.append(Instance(port, folder, serve_command(port, database, server, arguments)))
-    except BaseException:
-        stop_instances(instances)
-        raise
-    return instances
-
-
-def stop_instances(instances):
-    codes = [instance.stop() for instance in instances]
-    bad = [c for c in codes if c not in (0, None)]
-    if bad:
-        print(f"warning: instance exit statuses {codes}", file=sys.stderr)
+    return start_instances(count, server, database, folder, ["--log-level", "warning", "--max-connections-per-address",
+                                                             "1000000", *SERVER_ARGUMENTS, *arguments],
+                           base_port=base_port, env=trusted_environment(), preexec_fn=raise_descriptor_limit)
 
 
 def metrics(port):
-    client = KeepAlive(port)
-    try:
-        client.sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        while b"\r\n\r\n" not in client.buffer:
-            client.buffer += client.sock.recv(65536)
-        head, _, rest = client.buffer.partition(b"\r\n\r\n")
-        length = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))
-        while len(rest) < length:
-            rest += client.sock.recv(65536)
-    finally:
-        client.sock.close()
-    values = {}
-    for line in rest[:length].decode().splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
-    return values
+    with Client(port) as client:
+        return client.metrics()
 
 
 def commit_counts(instance):
@@ -217,7 +103,7 @@ def throughput(postgres, engine, count, name, path, script, args, folder):
     else:
         database_name = postgres.fresh(f"{count}x {name}")
         database = postgres.url(database_name)
-    instances = start_instances(count, database, folder)
+    instances = start_ours(count, database, folder)
     try:
         pg_pids = postgres.pids(database_name) if database_name else []
         counts_before = [commit_counts(i) for i in instances]
@@ -235,7 +121,7 @@ def throughput(postgres, engine, count, name, path, script, args, folder):
         server_cpu, pg_cpu = cpu_of([i.pid for i in instances]) - server_before, cpu_of(pg_pids) - pg_before
         counts = [tuple(a - b for a, b in zip(commit_counts(i), before)) for i, before in zip(instances, counts_before)]
         for instance in instances:
-            if instance.process.poll() is not None:
+            if not instance.alive():
                 raise SystemExit(f"instance on {instance.port} exited during {name}")
     finally:
         stop_instances(instances)
@@ -290,15 +176,6 @@ class Fleet:
         self.epoll.close()
 
 
-def send_only(client, method, path, body):
-    data = json.dumps(body).encode()
-    client.sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
-
-
-def finish(client):
-    return read_response(client.sock, client)
-
-
 def wait_parked(instances, count, deadline=30):
     end = time.time() + deadline
     while time.time() < end:
@@ -311,11 +188,11 @@ def wait_parked(instances, count, deadline=30):
 def wakes(postgres, args, folder):
     n = args.observers
     database_name = postgres.fresh("wakes")
-    instances = start_instances(3, postgres.url(database_name), folder)
+    instances = start_ours(3, postgres.url(database_name), folder)
     fleet = Fleet()
     anomalies = []
     try:
-        clients = [KeepAlive(i.port) for i in instances]
+        clients = [Client(i.port, timeout=None) for i in instances]
         random.seed(11)
         setup_start = time.perf_counter()
         donuts = []
@@ -365,9 +242,9 @@ def wakes(postgres, args, folder):
                 writer = parked_on[i] if through_parked else (parked_on[i] + 1 + k % 2) % 3
                 poll = polls[i]
                 start = time.perf_counter()
-                send_only(clients[writer], "PATCH", f"/truck/donuts/{donuts[i]}", {"name": f"Renamed {random.random()}"})
+                clients[writer].send("PATCH", f"/truck/donuts/{donuts[i]}", {"name": f"Renamed {random.random()}"})
                 got = fleet.collect([poll], 5.0)
-                status, _, _ = finish(clients[writer])
+                status, _, _ = clients[writer].answer()
                 acked = time.perf_counter()
                 if status != 200:
                     anomalies.append(f"PATCH through instance {writer} answered {status}")
@@ -395,9 +272,9 @@ def wakes(postgres, args, folder):
             if not wait_parked(instances, n, 30):
                 raise SystemExit("the polls did not park again after a fan-out")
             start = time.perf_counter()
-            send_only(clients[0], "PATCH", "/truck", {"name": f"Truck {random.random()}"})
+            clients[0].send("PATCH", "/truck", {"name": f"Truck {random.random()}"})
             got = fleet.collect(polls, 30.0)
-            finish(clients[0])
+            clients[0].answer()
             if len(got) != n:
                 raise SystemExit(f"fan-out: only {len(got)} of {n} answered within 30 s")
             times = sorted((t - start) * 1000 for t, _ in got.values())
@@ -406,7 +283,7 @@ def wakes(postgres, args, folder):
                            "max": round(times[-1], 1), "max_by_instance": [round(x, 1) for x in by_instance]})
             resend(got)
         for client in clients:
-            client.sock.close()
+            client.close()
     finally:
         fleet.close()
         stop_instances(instances)

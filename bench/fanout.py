@@ -59,10 +59,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import (BASE_PORT, Instance, Postgres, cpu_of, metric_sum, metrics, raise_descriptor_limit,  # noqa: E402
-                     start_instances, stop_instances)
-from longpoll import KeepAlive, percentile, read_response, rss_kib  # noqa: E402
+from cluster import BASE_PORT, cpu_of, metric_sum, metrics, start_ours
+from harness import Client, Postgres, Server, raise_descriptor_limit, rss_kib, stop_instances, trusted_environment
+from longpoll import percentile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out")
@@ -215,14 +214,15 @@ class Control:
         (before a timed request, so that connecting is not timed)."""
         if self.client is None or time.monotonic() - self.used > 5:
             self.close()
-            self.client = KeepAlive(self.port)
+            self.client = Client(self.port, timeout=None)
+            self.client.connect()
             self.used = time.monotonic()
 
     def send(self, method, path, body=None):
-        self.client.sock.sendall(request_bytes(method, path, body))
+        self.client.send(method, path, body)
 
     def finish(self):
-        answer = read_response(self.client.sock, self.client)
+        answer = self.client.answer()
         self.used = time.monotonic()
         return answer
 
@@ -233,7 +233,7 @@ class Control:
 
     def close(self):
         if self.client is not None:
-            self.client.sock.close()
+            self.client.close()
             self.client = None
 
 
@@ -254,7 +254,7 @@ class Ours:
         # Like the peer's, its connections are not closed for idleness: a
         # setup connection may wait longer than the default 30 s while the
         # other instances finish theirs.
-        return start_instances(count, database, folder, self.binary,
+        return start_ours(count, database, folder, self.binary,
                                ["--connection-limit", str(limit), "--max-connections-per-address", str(limit),
                                 "--idle-timeout", "3600"], port)
 
@@ -313,7 +313,10 @@ class Peer:
     def start(self, count, folder, port, limit, database):
         if count != 1 or database:
             raise SystemExit("the peer runs as one instance on SQLite")
-        return [Instance(port, folder, [PEER, "-p", str(port), "-d", os.path.join(folder, "peer.sqlite"), "-c", str(limit)])]
+        peer = Server([PEER, "-p", str(port), "-d", os.path.join(folder, "peer.sqlite"), "-c", str(limit)], port,
+                      log_path=os.path.join(folder, "peer.log"), env=trusted_environment(), name="peer",
+                      preexec_fn=raise_descriptor_limit)
+        return [peer.start()]
 
     def setup(self, session, indices, instance_of, timeout):
         created = session.exchange([(i, instance_of(i), request_bytes("POST", "/observers")) for i in indices], timeout)
@@ -342,11 +345,8 @@ class Peer:
     every_evidence = b'"path":"all"'
 
     def stats(self, instance):
-        client = KeepAlive(instance.port)
-        try:
+        with Client(instance.port, timeout=None) as client:
             return client.request("GET", "/stats")[2]
-        finally:
-            client.sock.close()
 
     def parked(self, instances):
         return sum(self.stats(i)["parked"] for i in instances)
@@ -710,7 +710,7 @@ def measure(api, instances, workers, writer, args, postgres_pids):
 
 
 def exited(instances):
-    return [i.port for i in instances if i.process.poll() is not None]
+    return [i.port for i in instances if not i.alive()]
 
 
 def run(api, args, folder, port, postgres):

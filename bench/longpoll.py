@@ -13,52 +13,12 @@ from 127.0.0.1 (bench/run starts it so).
 """
 import argparse
 import json
-import os
 import random
 import select
 import socket
-import statistics
 import time
 
-HOST = "127.0.0.1"
-
-
-class KeepAlive:
-    """One keep-alive connection for setup requests."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection((HOST, port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buffer = b""
-
-    def request(self, method, path, body=None, headers=None):
-        data = json.dumps(body).encode() if body is not None else b""
-        head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n"
-        for name, value in (headers or {}).items():
-            head += f"{name}: {value}\r\n"
-        self.sock.sendall(head.encode() + b"\r\n" + data)
-        return read_response(self.sock, self)
-
-
-def read_response(sock, holder):
-    while b"\r\n\r\n" not in holder.buffer:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed")
-        holder.buffer += chunk
-    head, _, rest = holder.buffer.partition(b"\r\n\r\n")
-    lines = head.decode().split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
-    length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed")
-        rest += chunk
-    holder.buffer = rest[length:]
-    body = rest[:length]
-    return status, headers, (json.loads(body) if body else None)
+from harness import HOST, Client, cpu_seconds, rss_kib
 
 
 class Poll:
@@ -103,40 +63,10 @@ class Poll:
         return answer
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def metric(client, name):
-    _, _, _ = None, None, None
-    client.sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-    while b"\r\n\r\n" not in client.buffer:
-        client.buffer += client.sock.recv(65536)
-    head, _, rest = client.buffer.partition(b"\r\n\r\n")
-    length = int([l for l in head.decode().split("\r\n") if l.lower().startswith("content-length")][0].split(":")[1])
-    while len(rest) < length:
-        rest += client.sock.recv(65536)
-    client.buffer = rest[length:]
-    for line in rest[:length].decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return 0.0
-
-
 def wait_parked(client, count, deadline=30):
     end = time.time() + deadline
     while time.time() < end:
-        if metric(client, "observable_longpolls_parked") >= count:
+        if client.metric("observable_longpolls_parked") >= count:
             return True
         time.sleep(0.05)
     return False
@@ -168,7 +98,7 @@ def main():
     parser.add_argument("--changes", type=int, default=100)
     args = parser.parse_args()
     n = args.observers
-    client = KeepAlive(args.port)
+    client = Client(args.port, timeout=None)
     random.seed(7)
 
     # Setup: one donut per observer, each observer reads its donut's name and the truck's name.
@@ -203,10 +133,10 @@ def main():
               "rss_before_mib": round(rss_before / 1024, 1), "rss_parked_mib": round(rss_after / 1024, 1)}
 
     # A change nobody read wakes nobody.
-    wakeups = metric(client, "observable_longpoll_wakeups_total")
+    wakeups = client.metric("observable_longpoll_wakeups_total")
     client.request("POST", "/account/login", {"userName": f"nobody-{random.random()}"})
     stray = collect(epoll, polls_by_fd, set(polls_by_fd), 1.0)
-    result["spurious_wakeups"] = len(stray) + int(metric(client, "observable_longpoll_wakeups_total") - wakeups)
+    result["spurious_wakeups"] = len(stray) + int(client.metric("observable_longpoll_wakeups_total") - wakeups)
 
     # A change read by exactly one observer.
     latencies = []

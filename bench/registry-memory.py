@@ -10,68 +10,52 @@ Each scenario makes its observers and reads on one keep-alive connection,
 then waits until the server is idle (its read journal folded) and reads
 VmRSS and the estimate; the growth of each from before the observers is
 printed with their ratio. The server runs with the quotas of a trusted
-address (bench/run.py's TRUSTED_QUOTAS).
+address (TRUSTED_QUOTAS in scripts/harness/server.py).
 """
 import argparse
-import http.client
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from longpoll import rss_kib  # noqa: E402
-from run import cpu_seconds, trusted_environment, wait_up  # noqa: E402
+from harness import Client, Server, cpu_seconds, rss_kib, serve_command, trusted_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class Server:
-    def __init__(self, binary, folder, port):
-        self.port = port
-        database = os.path.join(tempfile.mkdtemp(dir=folder), "observable.sqlite")
-        self.process = subprocess.Popen([binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", database,
-                                         "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        env=trusted_environment())
-        wait_up(port, self.process, seconds=60)
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+def start(binary, folder, port):
+    """A server on a new database in `folder`, started, and a client of it."""
+    database = os.path.join(tempfile.mkdtemp(dir=folder), "observable.sqlite")
+    server = Server(serve_command(binary, database, port, ["--log-level", "warning"]), port, env=trusted_environment())
+    return server.start(60), Client(port, timeout=120)
 
-    def request(self, method, path, body=None, headers=None):
-        self.connection.request(method, path, body=None if body is None else json.dumps(body),
-                                headers={"Content-Type": "application/json", **(headers or {})})
-        response = self.connection.getresponse()
-        data = response.read()
-        if response.status >= 300:
-            raise SystemExit(f"{method} {path}: {response.status} {data[:200]!r}")
-        return json.loads(data) if data else None
 
-    def registry_bytes(self):
-        self.connection.request("GET", "/metrics")
-        for line in self.connection.getresponse().read().decode().splitlines():
-            if line.startswith("observable_registry_bytes "):
-                return int(line.split()[1])
+def request(client, method, path, body=None, headers=None):
+    status, _, payload = client.exchange(method, path, body, headers)
+    if status >= 300:
+        raise SystemExit(f"{method} {path}: {status} {bytes(payload[:200])!r}")
+    return json.loads(payload) if payload else None
+
+
+def settle(server):
+    """Waits until the server has used no CPU for a second (at most a minute)."""
+    last = cpu_seconds(server.pid)
+    for _ in range(120):
+        time.sleep(0.5)
+        now = cpu_seconds(server.pid)
+        if now - last < 0.005:
+            return
+        last = now
+
+
+def figures(server, client):
+    """Resident memory and the registry's estimate, in bytes, once the server is idle."""
+    settle(server)
+    values = client.metrics()
+    if "observable_registry_bytes" not in values:
         raise SystemExit("no observable_registry_bytes in /metrics")
-
-    def settle(self):
-        """Waits until the server has used no CPU for a second (at most a minute)."""
-        last = cpu_seconds(self.process.pid)
-        for _ in range(120):
-            time.sleep(0.5)
-            now = cpu_seconds(self.process.pid)
-            if now - last < 0.005:
-                return
-            last = now
-
-    def figures(self):
-        self.settle()
-        return rss_kib(self.process.pid) * 1024, self.registry_bytes()
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(30)
+    return rss_kib(server.pid) * 1024, int(values["observable_registry_bytes"])
 
 
 def scenarios():
@@ -101,19 +85,20 @@ def main():
         for name, count, reads in scenarios():
             if args.only not in name:
                 continue
-            server = Server(args.binary, folder, args.port)
+            server, client = start(args.binary, folder, args.port)
             try:
                 for i in range(args.donuts - 4):
-                    server.request("POST", "/truck/donuts", {"name": f"Donut {i}"})
-                donuts = [d["id"] for d in server.request("GET", "/truck/donuts")["donuts"]]
-                rss_before, estimate_before = server.figures()
+                    request(client, "POST", "/truck/donuts", {"name": f"Donut {i}"})
+                donuts = [d["id"] for d in request(client, "GET", "/truck/donuts")["donuts"]]
+                rss_before, estimate_before = figures(server, client)
                 for i in range(count):
-                    observer = server.request("POST", "/observers", {"ttlSeconds": 86400})["id"]
+                    observer = request(client, "POST", "/observers", {"ttlSeconds": 86400})["id"]
                     for path in reads(i, donuts):
-                        server.request("GET", path, headers={"Observer": observer})
-                rss_after, estimate_after = server.figures()
+                        request(client, "GET", path, headers={"Observer": observer})
+                rss_after, estimate_after = figures(server, client)
             finally:
-                server.stop()
+                client.close()
+                server.stop(30)
             rss, estimate = rss_after - rss_before, estimate_after - estimate_before
             print(f"{name:48} {rss / 2**20:9.1f} MiB {estimate / 2**20:9.1f} MiB {estimate / max(rss, 1):13.2f}")
     finally:

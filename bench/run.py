@@ -8,12 +8,11 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+from harness import Client, Server, cpu_seconds, serve_command, trusted_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out")
@@ -22,71 +21,19 @@ REFERENCE = os.path.join(OUT, "reference")
 GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
 
 
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_up(port, process, seconds=20):
-    end = time.time() + seconds
-    while time.time() < end:
-        if process.poll() is not None:
-            raise SystemExit(f"server on {port} exited")
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
-            return
-        except Exception:
-            time.sleep(0.05)
-    raise SystemExit(f"server on {port} did not start")
-
-
-# The quotas of one address on a trusted network, raised for benchmarks
-# that make tens of thousands of observers or streams from 127.0.0.1
-# (docs/OPERATIONS.md, "Quotas"). Given in the environment, which a build from before
-# the quotas ignores: bench/ compares builds. What the caller's own
-# environment says wins.
-TRUSTED_QUOTAS = {
-    "OBSERVABLE_MAX_OBSERVERS_PER_CLIENT": "10000000",
-    "OBSERVABLE_MAX_OBSERVERS": "10000000",
-    "OBSERVABLE_MAX_REGISTRY_MEMORY": "64G",
-    "OBSERVABLE_MAX_STREAMS_PER_CLIENT": "10000000",
-    "OBSERVABLE_MAX_RUNNING_JOBS": "1000000",
-    "OBSERVABLE_MIN_JOB_INTERVAL": "10",
-}
-
-
-def trusted_environment():
-    """This process's environment, with the quotas of a trusted address."""
-    return {**TRUSTED_QUOTAS, **os.environ}
-
-
-class Server:
-    def __init__(self, kind, port, folder, synchronous="normal"):
-        self.kind, self.port = kind, port
-        database = os.path.join(folder, f"{kind}-{synchronous}-{port}.sqlite")
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(database + suffix):
-                os.remove(database + suffix)
-        if kind == "ours":
-            # Every connection comes from 127.0.0.1 here (10,000 streams): no share per address.
-            command = [OURS, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", database,
-                       "--synchronous", synchronous, "--log-level", "warning", "--max-connections-per-address", "1000000"]
-        else:
-            command = [REFERENCE, str(port), database, os.path.join(ROOT, "migrations", "0001_init.sql"), synchronous]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=trusted_environment())
-        wait_up(port, self.process)
-
-    @property
-    def pid(self):
-        return self.process.pid
-
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+def start(kind, port, folder, synchronous="normal"):
+    """Ours or the reference on `port` and a new database in `folder`, started."""
+    database = os.path.join(folder, f"{kind}-{synchronous}-{port}.sqlite")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(database + suffix):
+            os.remove(database + suffix)
+    if kind == "ours":
+        # Every connection comes from 127.0.0.1 here (10,000 streams): no share per address.
+        command = serve_command(OURS, database, port, ["--synchronous", synchronous, "--log-level", "warning",
+                                                       "--max-connections-per-address", "1000000"])
+    else:
+        command = [REFERENCE, str(port), database, os.path.join(ROOT, "migrations", "0001_init.sql"), synchronous]
+    return Server(command, port, env=trusted_environment(), name=kind).start(20)
 
 
 def parse_latency(text):
@@ -115,26 +62,26 @@ def wrk(server, path, seconds, connections, script=None, headers=()):
 
 
 def create_observer(port):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/observers", data=b"{}", method="POST")
-    return json.loads(urllib.request.urlopen(request).read())["id"]
+    with Client(port) as client:
+        return client.request("POST", "/observers", {})[2]["id"]
 
 
 def delete_observer(port, observer):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/observers/{observer}", method="DELETE")
-    urllib.request.urlopen(request).read()
+    with Client(port) as client:
+        client.request("DELETE", f"/observers/{observer}")
 
 
 def reader_of(port, path):
     """An observer that has read `path` (and so is told of its changes)."""
     observer = create_observer(port)
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Observer": observer})
-    urllib.request.urlopen(request).read()
+    with Client(port) as client:
+        client.request("GET", path, headers={"Observer": observer})
     return observer
 
 
 def run_script(script, port, folder, *arguments):
     """Runs bench/`script` against a fresh server of ours; its JSON line."""
-    ours = Server("ours", port, folder)
+    ours = start("ours", port, folder)
     try:
         text = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), "--port", str(ours.port),
                                "--pid", str(ours.pid), *arguments], capture_output=True, text=True, timeout=900)
@@ -143,7 +90,7 @@ def run_script(script, port, folder, *arguments):
             raise SystemExit(f"{script} failed")
         return json.loads(text.stdout)
     finally:
-        ours.stop()
+        ours.stop(10)
 
 
 def main():
@@ -178,18 +125,18 @@ def main():
         ("POST /truck/orders", "/truck/orders", "post_order.lua", None, "POST /truck/orders"),
         ("PATCH /truck/donuts/{id}", "/truck/donuts/x", "patch_donut.lua", None, "PATCH /truck/donuts/{id}"),
     ]
-    ours = Server("ours", 18401, folder)
-    reference = Server("reference", 18402, folder)
+    ours = start("ours", 18401, folder)
+    reference = start("reference", 18402, folder)
     try:
         reference_rows = {}
         for name, path, script, observer_kind, reference_name in scenarios:
             if args.only not in name:
                 continue
             if name.startswith(writes):
-                ours.stop()
-                reference.stop()
-                ours = Server("ours", ours.port, folder)
-                reference = Server("reference", reference.port, folder)
+                ours.stop(10)
+                reference.stop(10)
+                ours = start("ours", ours.port, folder)
+                reference = start("reference", reference.port, folder)
             observer = None
             if observer_kind == "header":
                 observer = create_observer(ours.port)
@@ -206,13 +153,13 @@ def main():
                 row["ratio"] = row["ours"]["rps"] / row["reference"]["rps"]
             results["throughput"].append(row)
     finally:
-        ours.stop()
-        reference.stop()
+        ours.stop(10)
+        reference.stop(10)
 
     if not args.skip_durable:
         for synchronous in ("normal", "full"):
-            ours = Server("ours", 18403, folder, synchronous)
-            reference = Server("reference", 18404, folder, synchronous)
+            ours = start("ours", 18403, folder, synchronous)
+            reference = start("reference", 18404, folder, synchronous)
             try:
                 row = {"synchronous": synchronous,
                        "ours": wrk(ours, "/truck/orders", args.seconds, 64, "post_order.lua"),
@@ -220,8 +167,8 @@ def main():
                 row["ratio"] = row["ours"]["rps"] / row["reference"]["rps"]
                 results["durable"].append(row)
             finally:
-                ours.stop()
-                reference.stop()
+                ours.stop(10)
+                reference.stop(10)
 
     for n in [int(x) for x in args.observers.split(",") if x]:
         results["longpoll"].append(run_script("longpoll.py", 18405, folder, "--observers", str(n)))

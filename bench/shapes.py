@@ -34,18 +34,15 @@ import os
 import random
 import select
 import shutil
-import signal
 import socket
 import sqlite3
 import statistics
-import subprocess
 import sys
 import time
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from longpoll import Poll, cpu_seconds, percentile, rss_kib  # noqa: E402
-from run import trusted_environment  # noqa: E402
+from harness import Client, Server, cpu_seconds, free_port, rss_kib, serve_command, trusted_environment
+from longpoll import Poll, percentile
 
 HOST = "127.0.0.1"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,81 +52,22 @@ INF = float("inf")
 
 # ---------------------------------------------------------------- HTTP client
 
-class Client:
-    """One keep-alive connection; bodies read into a preallocated buffer (a
-    whole truck of a million orders is over 100 MB)."""
+def client_of(port):
+    """A keep-alive client that waits for answers as `stalled` says."""
+    return Client(port, timeout=None, patience=1.0, on_stall=lambda what, since: stalled(port, what, since))
 
-    def __init__(self, port):
-        self.port = port
-        self.sock = socket.create_connection((HOST, port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buffer = bytearray()
 
-    def request(self, method, path, body=None, headers=None, patience=1.0):
-        """Returns (status, headers, body bytes). An answer that has not
-        begun after `patience` seconds is a stall: see `nudge`."""
-        data = json.dumps(body).encode() if body is not None else b""
-        head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n"
-        for name, value in (headers or {}).items():
-            head += f"{name}: {value}\r\n"
-        self.sock.sendall(head.encode() + b"\r\n" + data)
-        waited = time.perf_counter()
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end >= 0:
-                break
-            if patience is not None and not select.select([self.sock], [], [], patience)[0]:
-                stalled(self.port, f"{method} {path}", waited)
-                continue
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError(f"closed: {method} {path}")
-            self.buffer += chunk
-        lines = self.buffer[:end].decode().split("\r\n")
-        status = int(lines[0].split()[1])
-        answer_headers = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
-        length = int(answer_headers.get("content-length", "0"))
-        rest = self.buffer[end + 4:]
-        if len(rest) >= length:
-            self.buffer = rest[length:]
-            return status, answer_headers, bytes(rest[:length])
-        content = bytearray(length)
-        view = memoryview(content)
-        view[:len(rest)] = rest
-        filled = len(rest)
-        while filled < length:
-            got = self.sock.recv_into(view[filled:], min(length - filled, 1 << 20))
-            if not got:
-                raise ConnectionError(f"closed: {method} {path}")
-            filled += got
-        self.buffer = bytearray()
-        return status, answer_headers, content
-
-    def json(self, method, path, body=None, headers=None):
-        status, answer_headers, content = self.request(method, path, body, headers)
-        return status, answer_headers, (json.loads(content) if content else None)
-
-    def metric(self, name):
-        _, _, content = self.request("GET", "/metrics")
-        for line in content.decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        return 0.0
-
-    def wait_parked(self, count, seconds=30):
-        start = time.perf_counter()
-        nudged = start
-        while time.perf_counter() < start + seconds:
-            if self.metric("observable_longpolls_parked") >= count:
-                return True
-            if time.perf_counter() - nudged > 1.0:
-                stalled(self.port, "a long-poll sent again", start)
-                nudged = time.perf_counter()
-            time.sleep(0.002)
-        return False
-
-    def close(self):
-        self.sock.close()
+def wait_parked(client, count, seconds=30):
+    start = time.perf_counter()
+    nudged = start
+    while time.perf_counter() < start + seconds:
+        if client.metric("observable_longpolls_parked") >= count:
+            return True
+        if time.perf_counter() - nudged > 1.0:
+            stalled(client.port, "a long-poll sent again", start)
+            nudged = time.perf_counter()
+        time.sleep(0.002)
+    return False
 
 
 STALLS = []
@@ -150,56 +88,13 @@ def stalled(port, what, since):
 
 # ---------------------------------------------------------------- servers
 
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """A server on `database`; `startup_s` is the time until /healthz answers."""
-
-    def __init__(self, binary, database, workdir, extra=()):
-        self.binary, self.port = binary, free_port()
-        self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "wb")
-        start = time.perf_counter()
-        # 1,000 readers and their polls, all from HOST: no share per address.
-        self.process = subprocess.Popen([binary, "serve", "--host", HOST, "--port", str(self.port),
-                                         "--database", database, "--log-level", "warning",
-                                         "--max-connections-per-address", "1000000", *extra],
-                                        stdout=self.log, stderr=subprocess.STDOUT, env=trusted_environment())
-        deadline = time.time() + 600
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"{binary} exited at start ({self.process.returncode}), see {self.log.name}")
-            try:
-                with socket.create_connection((HOST, self.port), timeout=1) as s:
-                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    if s.recv(64).startswith(b"HTTP/1.1 200"):
-                        break
-            except OSError:
-                pass
-            time.sleep(0.01)
-        else:
-            raise SystemExit(f"{binary} did not start")
-        self.startup_s = time.perf_counter() - start
-
-    @property
-    def pid(self):
-        return self.process.pid
-
-    def alive(self):
-        return self.process.poll() is None
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
+def start_server(binary, database, workdir, extra=()):
+    """A server on `database`, started; its `startup_seconds` is the time until /healthz answered."""
+    port = free_port()
+    # 1,000 readers and their polls, all from HOST: no share per address.
+    command = serve_command(binary, database, port, ["--log-level", "warning", "--max-connections-per-address", "1000000",
+                                                     *extra])
+    return Server(command, port, log_path=os.path.join(workdir, f"server-{port}.log"), env=trusted_environment()).start(600)
 
 
 def settled_rss(pid, seconds=1.0):
@@ -231,14 +126,14 @@ def seed(binary, workdir, count, reseed=False):
             return path, rows
     remove_database(path)
     # The server makes the schema and stores one order through the API.
-    server = Server(binary, path, workdir)
+    server = start_server(binary, path, workdir)
     try:
-        client = Client(server.port)
-        status, _, first = client.json("POST", "/truck/orders", {"donutId": DONUTS[0], "quantity": 1})
+        client = client_of(server.port)
+        status, _, first = client.request("POST", "/truck/orders", {"donutId": DONUTS[0], "quantity": 1})
         assert status == 201, status
         client.close()
     finally:
-        server.stop()
+        server.stop(60)
     start = time.perf_counter()
     db = sqlite3.connect(path)
     rows = db.execute("SELECT id, position, donut_id, quantity FROM orders").fetchall()
@@ -270,7 +165,7 @@ def seed(binary, workdir, count, reseed=False):
 # ---------------------------------------------------------------- observers
 
 def new_observer(client):
-    status, _, body = client.json("POST", "/observers", {"ttlSeconds": 86400})
+    status, _, body = client.request("POST", "/observers", {"ttlSeconds": 86400})
     assert status == 201, status
     return body["id"]
 
@@ -434,7 +329,7 @@ class Stream:
         stalls = len(STALLS)
         cpu = cpu_seconds(self.server.pid)
         start = time.perf_counter()
-        status, _, answer = self.client.json(method, path, body)
+        status, _, answer = self.client.request(method, path, body)
         self.stalled_write = len(STALLS) > stalls
         got = self.answers(wanted, time.perf_counter() + 10) if wanted else {}
         got.update(self.answers(set(), time.perf_counter() + self.grace))
@@ -544,14 +439,14 @@ def run_writes(stream, rng, live, positions_of, count, expect, targets=None):
 def empty_rss(binary, workdir):
     path = os.path.join(workdir, "empty.sqlite")
     remove_database(path)
-    server = Server(binary, path, workdir)
+    server = start_server(binary, path, workdir)
     try:
-        client = Client(server.port)
-        client.request("GET", "/truck")
+        client = client_of(server.port)
+        client.exchange("GET", "/truck")
         client.close()
         return settled_rss(server.pid)
     finally:
-        server.stop()
+        server.stop(60)
         remove_database(path)
 
 
@@ -561,16 +456,16 @@ def shapes_scenario(args, template, rows, workdir):
     rss_empty = empty_rss(args.binary, workdir)
     path = os.path.join(workdir, "shapes.sqlite")
     copy_database(template, path)
-    server = Server(args.binary, path, workdir)
+    server = start_server(args.binary, path, workdir)
     try:
-        client = Client(server.port)
+        client = client_of(server.port)
         n = len(rows)
-        _, _, count = client.json("GET", "/truck/orderCount")
+        _, _, count = client.request("GET", "/truck/orderCount")
         count = count.get("orderCount") if isinstance(count, dict) else count
         if count != n:
             failures.append(f"orderCount {count}, {n} expected")
         rss_loaded = settled_rss(server.pid)
-        result.update(start_s=round(server.startup_s, 2), rss_empty_mib=round(rss_empty / 1024, 1),
+        result.update(start_s=round(server.startup_seconds, 2), rss_empty_mib=round(rss_empty / 1024, 1),
                       rss_loaded_mib=round(rss_loaded / 1024, 1),
                       rss_per_order_bytes=round((rss_loaded - rss_empty) * 1024 / n, 1))
 
@@ -583,7 +478,7 @@ def shapes_scenario(args, template, rows, workdir):
         for order, after in page_specs(rng, args.pages, positions):
             observer = new_observer(client)
             query = f"/truck/orders?limit=20&order={order}" + ("" if after is None else f"&after={after}")
-            status, headers, body = client.json("GET", query, headers={"Observer": observer})
+            status, headers, body = client.request("GET", query, headers={"Observer": observer})
             if status != 200:
                 failures.append(f"{query}: {status}")
                 continue
@@ -602,7 +497,7 @@ def shapes_scenario(args, template, rows, workdir):
         stream = Stream(client, server, [], args.grace)
         # The server's own account of each window.
         for observer in observers:
-            _, _, body = client.json("GET", f"/observers/{observer.id}")
+            _, _, body = client.request("GET", f"/observers/{observer.id}")
             shape = body["shapes"][0] if len(body["shapes"]) == 1 else None
             told = shape and (-INF if shape["from"] is None else shape["from"],
                               INF if shape["through"] is None else shape["through"])
@@ -614,12 +509,12 @@ def shapes_scenario(args, template, rows, workdir):
         # Whole truck: two unobserved reads first, so that the allocator has
         # held an answer's buffers before the readers are counted.
         for _ in range(2):
-            client.request("GET", "/truck", patience=None)
+            client.exchange("GET", "/truck", patience=None)
         rss_before_whole = settled_rss(server.pid)
         started, sizes = time.perf_counter(), []
         for _ in range(args.whole):
             observer = new_observer(client)
-            status, headers, content = client.request("GET", "/truck", headers={"Observer": observer}, patience=None)
+            status, headers, content = client.exchange("GET", "/truck", headers={"Observer": observer}, patience=None)
             if status != 200:
                 failures.append(f"GET /truck with an observer: {status} {bytes(content[:300])!r}")
                 continue
@@ -633,7 +528,7 @@ def shapes_scenario(args, template, rows, workdir):
         whole = [o for o in observers if o.kind == "whole"]
         pages = [o for o in observers if o.kind == "page"]
         if whole:
-            _, _, body = client.json("GET", f"/observers/{whole[0].id}")
+            _, _, body = client.request("GET", f"/observers/{whole[0].id}")
             result["whole_reader_entries"] = {"reads": len(body["reads"]), "shapes": body["shapes"]}
         result.update(pages=len(pages), whole=len(whole),
                       whole_answer_mb=round(statistics.mean(sizes) / 1e6, 1) if sizes else None,
@@ -661,7 +556,7 @@ def shapes_scenario(args, template, rows, workdir):
         stream.close()
         client.close()
     finally:
-        server.stop()
+        server.stop(60)
         remove_database(path)
     return result, failures
 
@@ -673,20 +568,20 @@ def count_scenario(binary, args, template, rows, workdir, seed):
     result, failures = {"binary": binary}, []
     path = os.path.join(workdir, "count.sqlite")
     copy_database(template, path)
-    server = Server(binary, path, workdir)
+    server = start_server(binary, path, workdir)
     try:
-        client = Client(server.port)
-        result["start_s"] = round(server.startup_s, 2)
+        client = client_of(server.port)
+        result["start_s"] = round(server.startup_seconds, 2)
         result["rss_loaded_mib"] = round(settled_rss(server.pid, 0.5) / 1024, 1)
         # What this build does with a read of every order.
         probe = new_observer(client)
-        status, _, content = client.request("GET", "/truck", headers={"Observer": probe}, patience=None)
+        status, _, content = client.exchange("GET", "/truck", headers={"Observer": probe}, patience=None)
         result["whole_truck_with_observer"] = status
         if status != 200:
             result["whole_truck_answer"] = bytes(content[:200]).decode(errors="replace")
-        status, _, _ = client.request("GET", "/truck/orders?limit=20&order=desc", headers={"Observer": probe})
+        status, _, _ = client.exchange("GET", "/truck/orders?limit=20&order=desc", headers={"Observer": probe})
         result["page_with_observer"] = status
-        client.request("DELETE", f"/observers/{probe}")
+        client.exchange("DELETE", f"/observers/{probe}")
         rng = random.Random(seed)
         live = [i for i, _ in rows]
         positions_of = {i: p for i, p in rows}
@@ -697,7 +592,7 @@ def count_scenario(binary, args, template, rows, workdir, seed):
         readers = []
         for _ in range(args.pages + args.whole):
             observer = new_observer(client)
-            status, headers, _ = client.request("GET", "/truck/orderCount", headers={"Observer": observer})
+            status, headers, _ = client.exchange("GET", "/truck/orderCount", headers={"Observer": observer})
             assert status == 200, status
             readers.append(Observer("orderCount", observer, int(headers["observation-cursor"])))
         stream = Stream(client, server, readers, args.grace, marked=False)
@@ -708,7 +603,7 @@ def count_scenario(binary, args, template, rows, workdir, seed):
         stream.close()
         client.close()
     finally:
-        server.stop()
+        server.stop(60)
         remove_database(path)
     return result, failures
 

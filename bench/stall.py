@@ -16,15 +16,12 @@ pages and shapes too; not with 100.
 """
 import argparse
 import atexit
-import json
 import os
 import select
-import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from shapes import Client, ParkedPoll, Server, new_observer, remove_database  # noqa: E402
+from shapes import ParkedPoll, client_of, new_observer, remove_database, start_server, wait_parked
 
 
 def main():
@@ -37,31 +34,29 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     database = os.path.join(args.workdir, "stall.sqlite")
     remove_database(database)
-    server = Server(os.path.abspath(args.binary), database, args.workdir, extra)
-    atexit.register(server.stop)
-    client = Client(server.port)
+    server = start_server(os.path.abspath(args.binary), database, args.workdir, extra)
+    atexit.register(server.stop, 60)
+    client = client_of(server.port)
     polls, epoll, by_fd = [], select.epoll(), {}
     for _ in range(args.polls):
         observer = new_observer(client)
-        _, headers, _ = client.request("GET", "/truck/orderCount", headers={"Observer": observer})
+        _, headers, _ = client.exchange("GET", "/truck/orderCount", headers={"Observer": observer})
         poll = ParkedPoll(server.port, observer, int(headers["observation-cursor"]))
         poll.send()
         polls.append(poll)
         by_fd[poll.sock.fileno()] = poll
         epoll.register(poll.sock.fileno(), select.EPOLLIN)
-    client.wait_parked(args.polls)
+    wait_parked(client, args.polls)
     answered = 0
     for write in range(args.writes):
         for method, path, body in (("POST", "/truck/orders", {"donutId": "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001", "quantity": 1}),
                                    ("GET", "/metrics", None)):
-            data = json.dumps(body).encode() if body else b""
             while True:
-                client.sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n".encode()
-                                    + data)
+                client.send(method, path, body)
                 sent = time.perf_counter()
                 if not select.select([client.sock], [], [], 2.0)[0]:
-                    other = Client(server.port)
-                    status, _, _ = other.request("GET", "/healthz", patience=None)
+                    other = client_of(server.port)
+                    status, _, _ = other.exchange("GET", "/healthz", patience=None)
                     late = select.select([client.sock], [], [], 60.0)[0]
                     data = client.sock.recv(65536) if late else b""
                     print(f"write {write}: {method} {path} on a keep-alive connection unanswered after 2 s "
@@ -70,21 +65,12 @@ def main():
                                                       f"just after the new connection" if data else
                                                       "never answered (connection closed)"))
                     return 1
-                client.buffer = bytearray()
                 # Read the rest of the answer the ordinary way.
-                client.sock.setblocking(True)
-                head = b""
-                while b"\r\n\r\n" not in head:
-                    head += client.sock.recv(65536)
-                length = int([l for l in head.split(b"\r\n\r\n")[0].decode().split("\r\n")
-                              if l.lower().startswith("content-length")][0].split(":")[1])
-                rest = head.split(b"\r\n\r\n", 1)[1]
-                while len(rest) < length:
-                    rest += client.sock.recv(65536)
+                _, _, rest = client.receive(patience=None)
                 answered += 1
                 if method == "POST":
                     break
-                parked = [l for l in rest.decode().splitlines() if l.startswith("observable_longpolls_parked ")]
+                parked = [l for l in bytes(rest).decode().splitlines() if l.startswith("observable_longpolls_parked ")]
                 if float(parked[0].split()[1]) >= args.polls:
                     break
                 time.sleep(0.002)

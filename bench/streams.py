@@ -15,12 +15,11 @@ comes from 127.0.0.1 (bench/run starts it so).
 """
 import argparse
 import json
-import os
 import selectors
 import socket
 import time
 
-from longpoll import HOST, KeepAlive, cpu_seconds, metric, rss_kib
+from harness import HOST, Client, cpu_seconds, rss_kib
 
 
 class Stream:
@@ -68,7 +67,7 @@ def main():
     parser.add_argument("--idle", type=float, default=30, help="seconds of silence measured for heartbeats")
     args = parser.parse_args()
 
-    setup = KeepAlive(args.port)
+    setup = Client(args.port, timeout=None)
     rss_before = rss_kib(args.pid)
     observers = []
     for _ in range(args.streams):
@@ -84,10 +83,10 @@ def main():
         selector.register(stream.sock, selectors.EVENT_READ, stream)
         streams.append(stream)
     deadline = time.time() + 60
-    while metric(setup, "observable_streams_open") < args.streams and time.time() < deadline:
+    while setup.metric("observable_streams_open") < args.streams and time.time() < deadline:
         pump(selector, time.time() + 0.1)
     pump(selector, time.time() + 0.5)
-    open_streams = metric(setup, "observable_streams_open")
+    open_streams = setup.metric("observable_streams_open")
     rss_streams = rss_kib(args.pid)
 
     # A change nobody read: no stream hears of it.

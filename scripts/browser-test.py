@@ -43,15 +43,14 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+
+from harness import Server, free_port, serve_command
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -82,58 +81,15 @@ class Failure(Exception):
     pass
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """The observable-server binary as a child process."""
-
-    def __init__(self, binary, port, database, log_path, token, arguments=()):
-        self.binary, self.port, self.database, self.log_path = binary, port, database, log_path
-        self.arguments = list(arguments)
-        self.env = dict(os.environ)
-        self.env.pop("OBSERVABLE_TOKEN", None)
-        self.env.pop("OBSERVABLE_READ_TOKEN", None)
-        if token:
-            self.env["OBSERVABLE_TOKEN"] = token
-        self.process = None
-
-    @property
-    def base(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self):
-        log = open(self.log_path, "a")
-        self.process = subprocess.Popen(
-            [self.binary, "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--database", self.database] + self.arguments,
-            stdout=log, stderr=subprocess.STDOUT, env=self.env)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise Failure(f"the server exited with {self.process.returncode}; see {self.log_path}")
-            try:
-                if request("GET", self.base + "/healthz")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise Failure("the server did not answer /healthz within 20 s")
-
-    def stop(self):
-        """SIGTERM; returns the exit status."""
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else None
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise Failure("the server did not stop within 15 s of SIGTERM")
+def make_server(binary, database, port, log_path, token, arguments=()):
+    """observable-server on `port`, with the write token `token` (none if
+    None) and no read token whatever this process's environment says."""
+    env = dict(os.environ)
+    env.pop("OBSERVABLE_TOKEN", None)
+    env.pop("OBSERVABLE_READ_TOKEN", None)
+    if token:
+        env["OBSERVABLE_TOKEN"] = token
+    return Server(serve_command(binary, database, port, arguments), port, log_path=log_path, env=env)
 
 
 def request(method, url, body=None, token=None, headers=None):
@@ -264,7 +220,8 @@ class Check:
 class Run:
     """What the checks share: the server, the two pages, where images go."""
 
-    def __init__(self, server, first, second, token, artifacts, check):
+    def __init__(self, binary, database, server, first, second, token, artifacts, check):
+        self.binary, self.database = binary, database
         self.server, self.first, self.second = server, first, second
         self.pages = [first, second]
         self.token, self.artifacts, self.check = token, artifacts, check
@@ -734,9 +691,10 @@ def check_restart(run, one, two, stream):
     """The server stops and comes back: both pages say so and recover."""
     first, second = run.first, run.second
     stopped = time.monotonic()
-    code = run.server.stop()
+    code = run.server.stop(15)
     if code != 0:
-        raise Failure(f"the server exited with {code} on SIGTERM")
+        raise Failure(f"the server exited with {code} on SIGTERM" if code is not None
+                      else "the server did not stop within 15 s of SIGTERM")
     d1, d2 = run.both("says disconnected", lambda s: s["status"] == "disconnected", timeout=5, since=stopped)
     for page in run.pages:
         text = run.state(page)["statusText"]
@@ -746,7 +704,7 @@ def check_restart(run, one, two, stream):
     second.save_screenshot(os.path.join(run.artifacts, "page-2-disconnected.png"))
     time.sleep(1)
     restarted = time.monotonic()
-    run.server.start()
+    run.server.start(20)
     r1, r2 = run.both("is live again", lambda s: s["status"] == "live", timeout=10, since=restarted)
     sent = time.monotonic()
     run.post("/truck/orders", {"donutId": CHOCOLATE, "quantity": 1})
@@ -771,11 +729,11 @@ def check_past_retention(run, one, two, stream):
     a repair, the poll by reading again after its 410."""
     server = run.server
     cursor = int(run.first.execute_script("return document.body.dataset.cursor"))
-    if server.stop() != 0:
+    if server.stop(15) != 0:
         raise Failure("the server did not stop cleanly")
     run.both("says disconnected", lambda s: s["status"] == "disconnected", timeout=5)
-    aside = Server(server.binary, free_port(), server.database, server.log_path, run.token, ["--retain-changes", "3"])
-    aside.start()
+    aside = make_server(run.binary, run.database, free_port(), server.log_path, run.token, ["--retain-changes", "3"])
+    aside.start(20)
     try:
         for _ in range(3):
             status, _ = request("POST", aside.base + "/truck/orders", {"donutId": GLAZED, "quantity": 3}, run.token)
@@ -787,10 +745,10 @@ def check_past_retention(run, one, two, stream):
             "GET", f"{aside.base}/observers/{probe['id']}/changes?since={cursor}&timeout=0")[0] == 410, 10, interval=0.2)
         request("DELETE", f"{aside.base}/observers/{probe['id']}")
     finally:
-        aside.stop()
+        aside.stop(15)
     run.count += 3
     restarted = time.monotonic()
-    server.start()
+    server.start(20)
     c1, c2 = run.both("shows what changed while it was away",
                       lambda s: s["status"] == "live" and s["orderCount"] == str(run.count) and s["userName"] == "Lin"
                       and s["orders"][:3] == ["3 × Glazed"] * 3, timeout=10, since=restarted)
@@ -819,8 +777,8 @@ def main():
     os.makedirs(args.artifacts, exist_ok=True)
     folder = tempfile.mkdtemp(prefix="observable-browser-test-")
     token = None if args.no_token else TOKEN
-    server = Server(os.path.abspath(args.binary), free_port(), os.path.join(folder, "observable.sqlite"),
-                    os.path.join(args.artifacts, "server.log"), token)
+    binary, database = os.path.abspath(args.binary), os.path.join(folder, "observable.sqlite")
+    server = make_server(binary, database, free_port(), os.path.join(args.artifacts, "server.log"), token)
     open(server.log_path, "w").close()
     pages = []
     results = []
@@ -828,13 +786,13 @@ def main():
     began = time.monotonic()
     failed = None
     try:
-        server.start()
+        server.start(20)
         stream = offers_stream(server.base)
         pages = [browser(), browser()]
         first, second = pages
         first.get(server.base + "/" + (f"#token={token}" if token else ""))
         second.get(server.base + "/#feed=poll")
-        run = Run(server, first, second, token, args.artifacts, check)
+        run = Run(binary, database, server, first, second, token, args.artifacts, check)
         one, two = check_ready(run, stream)
         check_few_orders(run)
         if args.orders:
@@ -867,10 +825,7 @@ def main():
                 page.quit()
             except Exception:
                 pass
-        try:
-            server.stop()
-        except Failure:
-            pass
+        server.stop(15)
         shutil.rmtree(folder, ignore_errors=True)
 
     elapsed = time.monotonic() - began

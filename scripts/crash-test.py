@@ -33,19 +33,16 @@ Prints a summary and exits 1 on any failure. Standard library only.
 """
 
 import argparse
-import http.client
-import json
 import os
 import random
-import re
 import shutil
-import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from harness import Client, ConnectionLost, Server, serve_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
@@ -55,88 +52,6 @@ SEED_DONUTS = [
     "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0003",
     "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0004",
 ]
-LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
-
-
-class ConnectionLost(Exception):
-    """The server went away (refused, reset, or closed mid-answer)."""
-
-
-class Client:
-    """One keep-alive HTTP/1.1 connection; reconnects after the server closes it."""
-
-    def __init__(self, port, timeout=10.0):
-        self.port = port
-        self.timeout = timeout
-        self.connection = None
-
-    def request(self, method, path, body=None, headers=None, timeout=None):
-        data = None if body is None else json.dumps(body).encode()
-        all_headers = {"Content-Type": "application/json"} if data is not None else {}
-        all_headers.update(headers or {})
-        if self.connection is None:
-            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout or self.timeout)
-        try:
-            self.connection.request(method, path, body=data, headers=all_headers)
-            response = self.connection.getresponse()
-            payload = response.read()
-        except (OSError, http.client.HTTPException) as error:
-            # Refused, reset, or closed before the whole answer arrived: the
-            # request may or may not have reached the server.
-            self.close()
-            raise ConnectionLost(f"{type(error).__name__}: {error}")
-        if (response.getheader("Connection") or "").lower() == "close":
-            self.close()
-        value = None
-        if payload and "json" in (response.getheader("Content-Type") or ""):
-            value = json.loads(payload.decode("utf-8"))
-        return response.status, value, response
-
-    def close(self):
-        if self.connection is not None:
-            self.connection.close()
-            self.connection = None
-
-
-class Server:
-    """The server binary as a child process, on a free loopback port."""
-
-    def __init__(self, binary, database, log_path):
-        self.log_path = log_path
-        self.log = open(log_path, "ab")
-        self.process = subprocess.Popen(
-            [binary, "serve", "--host", "127.0.0.1", "--port", "0", "--database", database],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        self.port = None
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with open(log_path, "rb") as f:
-                found = LISTENING.findall(f.read().decode("utf-8", "replace"))
-            if found:
-                self.port = int(found[-1])
-                return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.02)
-        self.kill()
-        raise RuntimeError("server did not start; log:\n" + open(log_path, encoding="utf-8", errors="replace").read())
-
-    def kill(self):
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        self.log.close()
-
-    def stop(self, within=10):
-        """SIGTERM; returns the exit status, or None if it had to be killed."""
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            status = self.process.wait(timeout=within)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return None
-        self.log.close()
-        return status
 
 
 class Field:
@@ -178,7 +93,7 @@ class Round:
     # -- the storm ---------------------------------------------------------
 
     def order_writer(self, port, index):
-        client = Client(port)
+        client = Client(port, timeout=10)
         n = 0
         while not self.stop_event.is_set():
             n += 1
@@ -186,7 +101,7 @@ class Round:
             with self.lock:
                 self.orders_in_flight += 1
             try:
-                status, body, _ = client.request("POST", "/truck/orders", {"donutId": GLAZED, "quantity": quantity})
+                status, _, body = client.request("POST", "/truck/orders", {"donutId": GLAZED, "quantity": quantity})
             except ConnectionLost as error:
                 self.lost(f"order writer {index}", error)
                 return  # still counted as in flight
@@ -200,7 +115,7 @@ class Round:
 
     def field_writer(self, port, label, fields, send):
         """Writes `fields` (paths) round-robin; `send(client, path, value)` returns the status."""
-        client = Client(port)
+        client = Client(port, timeout=10)
         n = 0
         while not self.stop_event.is_set():
             path = fields[n % len(fields)]
@@ -231,15 +146,15 @@ class Round:
     # -- observers ---------------------------------------------------------
 
     def make_observer(self, client, reads):
-        status, observer, _ = client.request("POST", "/observers", {"ttlSeconds": 3600})
+        status, _, observer = client.request("POST", "/observers", {"ttlSeconds": 3600})
         if status != 201:
             raise RuntimeError(f"POST /observers -> {status} {observer}")
         state = {"id": observer["id"], "values": {}, "cursor": None, "seen": [], "first_cursor": None}
         for path in reads:
-            status, body, response = client.request("GET", path, headers={"Observer": observer["id"]})
+            status, headers, body = client.request("GET", path, headers={"Observer": observer["id"]})
             if status != 200:
                 raise RuntimeError(f"GET {path} -> {status} {body}")
-            cursor = int(response.getheader("Observation-Cursor"))
+            cursor = int(headers["observation-cursor"])
             # Reads happen before any write, so every read has the same cursor.
             state["cursor"] = cursor if state["cursor"] is None else max(state["cursor"], cursor)
             collect_values(path, body, state["values"])
@@ -250,7 +165,7 @@ class Round:
         client = Client(port, timeout=10)
         while not self.stop_event.is_set():
             try:
-                status, body, _ = client.request(
+                status, _, body = client.request(
                     "GET", f"/observers/{state['id']}/changes?since={state['cursor']}&timeout=0.5&limit=1000")
             except ConnectionLost as error:
                 self.lost(f"poller {state['id']}", error)
@@ -264,37 +179,40 @@ class Round:
 
     # -- the round ---------------------------------------------------------
 
+    def server(self, log_name):
+        """The server on the round's database, started."""
+        return Server(serve_command(self.args.binary, self.database), log_path=os.path.join(self.folder, log_name)).start(20)
+
     def run(self):
-        server = Server(self.args.binary, self.database, os.path.join(self.folder, "server-1.log"))
+        server = self.server("server-1.log")
         try:
             return self.storm_and_check(server)
         finally:
-            if server.process.poll() is None:
-                server.kill()
+            server.kill()
 
     def storm_and_check(self, server):
-        client = Client(server.port)
+        client = Client(server.port, timeout=10)
         observers = [
             self.make_observer(client, ["/truck/orderCount", "/truck/orders"]),
             self.make_observer(client, ["/truck/orderCount", "/truck/orders"]),
             self.make_observer(client, ["/truck/donuts", "/truck?fields=name", "/account"]),
         ]
-        _, donuts, _ = client.request("GET", "/truck/donuts")
+        _, _, donuts = client.request("GET", "/truck/donuts")
         initial = {d["id"]: d for d in donuts["donuts"]}
-        _, truck, _ = client.request("GET", "/truck?fields=name")
-        _, account, _ = client.request("GET", "/account")
+        _, _, truck = client.request("GET", "/truck?fields=name")
+        _, _, account = client.request("GET", "/account")
         client.close()
 
         def patch_donut(c, path, value):
             _, _, _, donut, name = path.split("/")
-            status, body, _ = c.request("PATCH", f"/truck/donuts/{donut}", {name: value})
+            status, _, body = c.request("PATCH", f"/truck/donuts/{donut}", {name: value})
             return status, body
 
         def truck_or_account(c, path, value):
             if path == "/truck/name":
-                status, body, _ = c.request("PATCH", "/truck", {"name": value})
+                status, _, body = c.request("PATCH", "/truck", {"name": value})
             else:
-                status, body, _ = c.request("POST", "/account/login", {"userName": value})
+                status, _, body = c.request("POST", "/account/login", {"userName": value})
             return status, body
 
         writers = []
@@ -329,11 +247,11 @@ class Round:
         for status in self.statuses:
             self.fail(f"during the storm: {status}")
 
-        restarted = Server(self.args.binary, self.database, os.path.join(self.folder, "server-2.log"))
+        restarted = self.server("server-2.log")
         try:
             self.check(restarted.port, observers)
         finally:
-            status = restarted.stop()
+            status = restarted.stop(timeout=10)
         if status is None:
             with open(restarted.log_path, encoding="utf-8", errors="replace") as f:
                 heard = "signal received" in f.read()
@@ -352,8 +270,8 @@ class Round:
         return delay
 
     def check(self, port, observers):
-        client = Client(port)
-        status, body, _ = client.request("GET", "/truck/orders")
+        client = Client(port, timeout=10)
+        status, _, body = client.request("GET", "/truck/orders")
         if status != 200:
             self.fail(f"GET /truck/orders after restart -> {status}")
             return
@@ -366,16 +284,16 @@ class Round:
         extra = len(orders) - len([o for o in self.acked_orders if o in orders])
         if extra > self.orders_in_flight:
             self.fail(f"{extra} unacknowledged orders present, but only {self.orders_in_flight} were in flight")
-        _, count, _ = client.request("GET", "/truck/orderCount")
+        _, _, count = client.request("GET", "/truck/orderCount")
         if count["orderCount"] != len(orders):
             self.fail(f"orderCount {count['orderCount']} != {len(orders)} orders")
 
         current = {}
-        _, donuts, _ = client.request("GET", "/truck/donuts")
+        _, _, donuts = client.request("GET", "/truck/donuts")
         collect_values("/truck/donuts", donuts, current)
-        _, truck, _ = client.request("GET", "/truck?fields=name")
+        _, _, truck = client.request("GET", "/truck?fields=name")
         collect_values("/truck?fields=name", truck, current)
-        _, account, _ = client.request("GET", "/account")
+        _, _, account = client.request("GET", "/account")
         collect_values("/account", account, current)
         current["/truck/orderCount"] = count["orderCount"]
         for path, field in self.fields.items():
@@ -393,7 +311,7 @@ class Round:
         cursor = observer["cursor"]
         after = []
         while True:
-            status, body, _ = client.request("GET", f"/observers/{oid}/changes?since={cursor}&timeout=0&limit=1000")
+            status, _, body = client.request("GET", f"/observers/{oid}/changes?since={cursor}&timeout=0&limit=1000")
             if status != 200:
                 self.fail(f"observer {oid}: poll since={cursor} after restart -> {status} {body}")
                 return
@@ -442,7 +360,7 @@ class Round:
         replay = []
         since = observer["first_cursor"]
         while True:
-            status, body, _ = client.request("GET", f"/observers/{oid}/changes?since={since}&timeout=0&limit=1000")
+            status, _, body = client.request("GET", f"/observers/{oid}/changes?since={since}&timeout=0&limit=1000")
             if status != 200 or not body["changes"]:
                 break
             replay.extend(body["changes"])
