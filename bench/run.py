@@ -73,7 +73,9 @@ class Server:
             command = [OURS, "serve", "--host", "127.0.0.1", "--port", str(port), "--database", database,
                        "--synchronous", synchronous, "--log-level", "warning", "--max-connections-per-address", "1000000"]
         else:
-            command = [REFERENCE, str(port), database, os.path.join(ROOT, "migrations", "0001_init.sql"), synchronous]
+            # The same tables as ours: made by ours, from the models' declarations.
+            subprocess.run([OURS, "migrate", "--database", database], check=True, stdout=subprocess.DEVNULL)
+            command = [REFERENCE, str(port), database, "-", synchronous]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=trusted_environment())
         wait_up(port, self.process)
 

@@ -255,6 +255,34 @@ import TestSupport
         #expect(store.state[DotGrid.dots].count == 9)
     }
 
+    /// A change to a model's table that a declaration cannot make (a
+    /// column renamed) is a migration naming the table: it runs on a
+    /// database that has the table, and is recorded without running on one
+    /// that has not, whose table is made as the declaration is now.
+    @Test(arguments: Engine.allCases)
+    func aMigrationOfAModelsTableRunsWhereTheTableIsAndIsOnlyRecordedWhereNot(_ engine: Engine) throws {
+        let rename = ("0100_box_name.sql", "-- tables: boxes\nALTER TABLE boxes RENAME COLUMN label TO name;\n")
+        let catalog = Catalog(resources: [Self.boxes, Self.shelf], migrations: Self.migrations + [rename])
+
+        let older = try TestDatabase(engine)
+        _ = try Store.migrate(database: older.name, catalog: Catalog(resources: [], migrations: Self.migrations))
+        try older.execute("""
+            CREATE TABLE boxes (id TEXT PRIMARY KEY, position INTEGER NOT NULL UNIQUE, label TEXT NOT NULL, weight_kg INTEGER NOT NULL, note TEXT);
+            INSERT INTO boxes (id, position, label, weight_kg) VALUES ('b', 1, 'Tools', 9);
+            """)
+        #expect(try Store.migrate(database: older.name, catalog: catalog) == ["0100_box_name", "made table items", "made table shelf"])
+        let store = try older.store(catalog)
+        #expect(store.state[Self.boxes]["b"]?["name"] == "Tools")
+        store.close()
+
+        let new = try TestDatabase(engine)
+        let done = try Store.migrate(database: new.name, catalog: catalog)
+        #expect(done.contains("0100_box_name (recorded only)"))
+        #expect(done.suffix(3) == ["made table boxes", "made table items", "made table shelf"])
+        #expect(try new.rows("SELECT COUNT(*) FROM schema_migrations WHERE version = 100") == ["1"])
+        #expect(try Store.migrate(database: new.name, catalog: catalog) == [])
+    }
+
     // MARK: - Tables that differ
 
     @Test(arguments: Engine.allCases)
