@@ -7,8 +7,8 @@ import JSON
 /// order, with the ids given.
 ///
 /// ```swift
-/// Seed(FoodTruck.truck, [FoodTruck.truckName.with("Food Truck")])
-/// Seed(FoodTruck.donuts, id: "0d1b6a52-…-0001", [FoodTruck.name.with("Glazed"), FoodTruck.glaze.with("sugar")])
+/// Seed(truck, [truckName.with("Food Truck")])
+/// Seed(donuts, id: "0d1b6a52-…-0001", [name.with("Glazed"), dough.with("plain")])
 /// ```
 public struct Seed: Sendable {
     public let resource: Resource
