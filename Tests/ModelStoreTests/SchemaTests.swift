@@ -283,6 +283,21 @@ import TestSupport
         #expect(try Store.migrate(database: new.name, catalog: catalog) == [])
     }
 
+    /// A singleton's row 1 needs a value for each field that has no
+    /// default: a catalog that seeds none is refused before anything is made.
+    @Test func aNewTableWhoseFirstRowLacksARequiredValueIsRefused() throws {
+        let database = try TestDatabase(.sqlite)
+        let sign = Resource.singleton("sign", at: "/sign", allowing: [.get]) { Field.text("text") }
+        let error = try #require(throws: SchemaMismatch.self) {
+            try Store.migrate(database: database.name, catalog: Catalog(resources: [sign], migrations: Self.migrations))
+        }
+        #expect(error.differences == [
+            "table sign, column text (field sign.text): the table is new, and a first row has no value for it (no seed gives one, and the field has no default)",
+        ])
+        #expect(try Store.migrate(database: database.name, catalog: Catalog(resources: [sign], migrations: Self.migrations,
+                                                                            seed: [Seed(sign, [("text", "Open")])])) == ["made table sign"])
+    }
+
     // MARK: - Tables that differ
 
     @Test(arguments: Engine.allCases)

@@ -262,6 +262,7 @@ extension Schema {
         var differences: [String] = []
         for table in tables {
             guard let found = try dialect.table(named: table.name) else {
+                differences += table.unseeded
                 statements.append((table.create(dialect), nil))
                 for row in table.seed { statements.append((table.insert(dialect), row)) }
                 done.append("made table \(table.name)")
@@ -322,6 +323,15 @@ extension Schema.Table {
         lines += uniqueKeys.filter { $0.count > 1 }.map { "UNIQUE (\($0.joined(separator: ", ")))" }
         lines += checks.map { "CHECK (\($0))" }
         return "CREATE TABLE \(name) (\n    " + lines.joined(separator: ",\n    ") + "\n)"
+    }
+
+    /// The columns `NOT NULL` that a first row leaves `null`: the seed
+    /// gives no value and the field has no default.
+    var unseeded: [String] {
+        columns.enumerated().filter { index, column in !column.isNullable && seed.contains { $0[index] == .null } }.map { _, column in
+            "table \(name), column \(column.name)" + (column.field.map { " (field \(model).\($0))" } ?? "")
+                + ": the table is new, and a first row has no value for it (no seed gives one, and the field has no default)"
+        }
     }
 
     /// An `INSERT` of one row of every column.
