@@ -121,6 +121,7 @@ public struct Field: Sendable {
         field.storedChecks.append(check)
         return field
     }
+
     /// Whether a body may leave it out though it has no default.
     var isOptional = false
 

@@ -159,7 +159,7 @@ extension Schema.Table {
     /// The first rows: a singleton's row 1 (its seed's values, else its
     /// defaults), a collection's seeded elements in order. A value the
     /// seed leaves out is the field's default; `null` when it has none,
-    /// which a `NOT NULL` column refuses when the table is made.
+    /// which `ensure` refuses for a `NOT NULL` column (`unseeded`).
     static func rows(of resource: Resource, layout: TableLayout, seed: [Seed]) -> [[JSONValue]] {
         func values(_ seed: Seed?) -> [JSONValue] {
             resource.fields.map { seed?.values[$0.name] ?? $0.defaultValue ?? .null }
