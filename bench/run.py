@@ -32,7 +32,9 @@ def start(kind, port, folder, synchronous="normal"):
         command = serve_command(OURS, database, port, ["--synchronous", synchronous, "--log-level", "warning",
                                                        "--max-connections-per-address", "1000000"])
     else:
-        command = [REFERENCE, str(port), database, os.path.join(ROOT, "migrations", "0001_init.sql"), synchronous]
+        # The same tables as ours: made by ours, from the models' declarations.
+        subprocess.run([OURS, "migrate", "--database", database], check=True, stdout=subprocess.DEVNULL)
+        command = [REFERENCE, str(port), database, "-", synchronous]
     return Server(command, port, env=trusted_environment(), name=kind).start(20)
 
 

@@ -146,7 +146,8 @@ note "postgres healthy"
 # containers join the network, and an instance opening its connections then
 # stalls for up to a minute, /healthz included. Docker's DNS has no such delay.
 postgres_ip=$(podman inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$(container postgres)")
-# Started together, as compose starts them: migrations run once, under a lock.
+# Started together, as compose starts them: migrations run and the models'
+# tables are made once, under a lock.
 for name in "${INSTANCES[@]}"; do
     mapfile -t env < "$WORK/$name.env"
     start --name "$(container "$name")" --network "$NET" --network-alias "$name" \
@@ -169,10 +170,10 @@ applied=0
 for name in "${INSTANCES[@]}"; do
     log=$(podman logs "$(container "$name")" 2>&1)
     case "$log" in *"listening on"*) ;; *) fail "$name did not log 'listening on'" ;; esac
-    case "$log" in *"applied migrations"*) applied=$(( applied + 1 )) ;; esac
+    case "$log" in *"prepared the database"*) applied=$(( applied + 1 )) ;; esac
 done
-[ "$applied" = "1" ] || fail "$applied instances applied migrations; exactly one should"
-echo "one instance applied the migrations"
+[ "$applied" = "1" ] || fail "$applied instances prepared the database; exactly one should"
+echo "one instance applied the migrations and made the tables"
 served=()
 for _ in 1 2 3; do
     curl -fsS -D "$WORK/h" -o /dev/null "$LB/healthz"

@@ -7,19 +7,24 @@ public struct Catalog: Sendable {
     public let actions: [Action]
     public let reads: [Read]
     public let background: [any BackgroundWork]
-    /// The `NNNN_name.sql` files that make the tables, applied in order at
-    /// start (the engine's own tables come with the seed systems' first).
+    /// The `NNNN_name.sql` files applied in order at start: the engine's
+    /// own tables (the change log, observers and their reads) and whatever
+    /// only SQL can say. The models' tables are not there: they come from
+    /// the declarations (`schema`).
     public let migrations: [(name: String, sql: String)]
+    /// The rows the models' tables start with, when they are made.
+    public let seed: [Seed]
     let singletons: [Resource]
     private let layouts: [ObjectIdentifier: TableLayout]
     /// By table number: the model, the one it is nested in, and its place there.
     private let tables: [(resource: Resource, parent: Resource?, index: Int)]
 
     public init(resources: [Resource], actions: [Action] = [], reads: [Read] = [], background: [any BackgroundWork] = [],
-                migrations: [(name: String, sql: String)] = [])
+                migrations: [(name: String, sql: String)] = [], seed: [Seed] = [])
     {
         self.resources = resources
         self.migrations = migrations
+        self.seed = seed
         self.actions = actions
         self.reads = reads
         self.background = background
@@ -40,8 +45,11 @@ public struct Catalog: Sendable {
     /// This catalog with the models, actions and reads of `other` after its own.
     public func adding(_ other: Catalog) -> Catalog {
         Catalog(resources: resources + other.resources, actions: actions + other.actions, reads: reads + other.reads,
-                background: background + other.background, migrations: migrations + other.migrations)
+                background: background + other.background, migrations: migrations + other.migrations, seed: seed + other.seed)
     }
+
+    /// The models' tables, derived from their declarations.
+    public var schema: Schema { Schema(self) }
 
     /// The table numbered `number` (`TableLayout.number`).
     func table(number: Int) -> (resource: Resource, parent: Resource?, index: Int)? {

@@ -5,6 +5,16 @@ package struct Migration: Sendable, Equatable {
     package let name: String
     package let sql: String
 
+    /// The models' tables it changes, when its first line names them
+    /// (`-- tables: donuts, orders`): it runs where they all are, and is
+    /// recorded without running where one is not, as in a new database,
+    /// where that table is then made from its declaration as it is now.
+    package var tables: [String] {
+        let prefix = "-- tables:"
+        guard let first = sql.split(separator: "\n", maxSplits: 1).first, first.hasPrefix(prefix) else { return [] }
+        return first.dropFirst(prefix.count).split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }.filter { !$0.isEmpty }
+    }
+
     package enum FileError: Error, CustomStringConvertible {
         case badFileName(String)
         case duplicateVersion(Int)

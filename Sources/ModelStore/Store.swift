@@ -98,7 +98,8 @@ public final class Store: Sendable {
     private let wake: Locked<Wake?>
     public let logger: Logger
 
-    /// Applies the catalog's pending migrations to `storage`, has
+    /// Applies the catalog's pending migrations to `storage` and makes or
+    /// checks its models' tables (a mismatch throws `SchemaMismatch`), has
     /// `readDurability` store the reads an earlier run left outside the
     /// database, and loads the state and the observers from it. The
     /// engines' modules make both (`ModelStoreDatabases` picks the one
@@ -106,8 +107,8 @@ public final class Store: Sendable {
     package init(storage: any ModelStorage, readDurability: any ReadDurability, configuration: Configuration, catalog: Catalog,
          logger: Logger = Logger(label: "observable.store")) throws
     {
-        let applied = try storage.migrate(catalog.migrations)
-        if !applied.isEmpty { logger.info("applied migrations: \(applied.joined(separator: ", "))") }
+        let applied = try storage.prepare(catalog)
+        if !applied.isEmpty { logger.info("prepared the database: \(applied.joined(separator: ", "))") }
         try readDurability.recover()
         let registry = ObservationRegistry(retain: configuration.retainChanges, retainBytes: configuration.retainChangesBytes,
                                            maxReadsPerObserver: configuration.maxReadsPerObserver, maxBytes: configuration.maxRegistryMemory)

@@ -18,12 +18,14 @@ extension Store {
         }
     }
 
-    /// Applies the pending migrations of `migrations` to the database named
-    /// by `database` (a SQLite file or a PostgreSQL URL); returns their names.
-    public static func migrate(database: String, migrations: [(name: String, sql: String)]) throws -> [String] {
+    /// Applies the pending migrations of `catalog` to the database named
+    /// by `database` (a SQLite file or a PostgreSQL URL), then makes its
+    /// models' tables that are missing and checks the others (a mismatch
+    /// throws `SchemaMismatch`); returns what was done, in words.
+    public static func migrate(database: String, catalog: Catalog) throws -> [String] {
         switch try Engine(database) {
-        case .sqlite(let path): try migrate(sqlite: path, migrations: migrations)
-        case .postgres(let url): try migrate(postgres: url, migrations: migrations)
+        case .sqlite(let path): try migrate(sqlite: path, catalog: catalog)
+        case .postgres(let url): try migrate(postgres: url, catalog: catalog)
         }
     }
 }

@@ -166,9 +166,13 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
             let applied = Set((0..<rows.count).compactMap { rows.int64($0, 0) })
             var names: [String] = []
             for migration in migrations where !applied.contains(Int64(migration.version)) {
+                // One that changes models' tables runs where they all are (Migration.tables).
+                let running = try migration.tables.allSatisfy { table in
+                    try connection.query("SELECT to_regclass($1) IS NOT NULL", [table]).string(0, 0) == "t"
+                }
                 try connection.execute("BEGIN")
                 do {
-                    try connection.execute(migration.sql)
+                    if running { try connection.execute(migration.sql) }
                     try connection.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
                                          [String(migration.version), migration.name])
                     try connection.execute("COMMIT")
@@ -176,7 +180,7 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
                     try? connection.execute("ROLLBACK")
                     throw error
                 }
-                names.append(migration.name)
+                names.append(running ? migration.name : migration.name + " (recorded only)")
             }
             // What instances share beyond the models: the commit order and the journal.
             try connection.execute("""

@@ -9,11 +9,12 @@ extension Store {
                       catalog: catalog, logger: logger)
     }
 
-    /// Applies the pending migrations of `migrations` to the PostgreSQL
-    /// database at `url`; returns their names.
-    package static func migrate(postgres url: String, migrations: [(name: String, sql: String)]) throws -> [String] {
+    /// Applies the pending migrations of `catalog` to the PostgreSQL
+    /// database at `url` and makes or checks its models' tables; returns
+    /// what was done.
+    package static func migrate(postgres url: String, catalog: Catalog) throws -> [String] {
         let storage = try PostgresStorage(url: url)
         defer { storage.close() }
-        return try storage.migrate(migrations)
+        return try storage.prepare(catalog)
     }
 }

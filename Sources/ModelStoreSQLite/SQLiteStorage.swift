@@ -45,8 +45,15 @@ final class SQLiteStorage: ModelStorage {
         let files = migrations.filter { !$0.name.hasSuffix(".postgres.sql") }.map { file in
             file.name.hasSuffix(".sqlite.sql") ? (name: String(file.name.dropLast(".sqlite.sql".count)) + ".sql", sql: file.sql) : file
         }
-        return try Migrator(Migration.ordered(files).map { Migrator.Migration(version: $0.version, name: $0.name, sql: $0.sql) })
-            .migrate(database)
+        let ordered = try Migration.ordered(files)
+        let tables = Dictionary(uniqueKeysWithValues: ordered.map { ($0.version, $0.tables) })
+        return try Migrator(ordered.map { Migrator.Migration(version: $0.version, name: $0.name, sql: $0.sql) })
+            .migrate(database) { migration in
+                // One that changes models' tables runs where they all are (Migration.tables).
+                try (tables[migration.version] ?? []).allSatisfy { table in
+                    try !database.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]).isEmpty
+                }
+            }
     }
 
     // MARK: Loading

@@ -17,11 +17,12 @@ extension Store {
         try self.init(storage: storage, readDurability: readDurability, configuration: configuration, catalog: catalog, logger: logger)
     }
 
-    /// Applies the pending migrations of `migrations` to the SQLite
-    /// database file at `path`; returns their names.
-    package static func migrate(sqlite path: String, migrations: [(name: String, sql: String)]) throws -> [String] {
+    /// Applies the pending migrations of `catalog` to the SQLite database
+    /// file at `path` and makes or checks its models' tables; returns what
+    /// was done.
+    package static func migrate(sqlite path: String, catalog: Catalog) throws -> [String] {
         let storage = try SQLiteStorage(path: path, synchronous: .normal)
         defer { storage.close() }
-        return try storage.migrate(migrations)
+        return try storage.prepare(catalog)
     }
 }

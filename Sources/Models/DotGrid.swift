@@ -13,19 +13,38 @@ public enum DotGrid {
     static let rowsKey = PropertyKey("/grid/rows")
 
     public static let dots = Resource.collection("dots", element: "dot", at: "/grid/dots", allowing: [.get, .patch],
-                                                 positioned: false, orderBy: "grid_row, grid_col", tag: "dot grid") {
+                                                 positioned: false, orderBy: [row.field, col.field],
+                                                 unique: [[row.field, col.field]], tag: "dot grid") {
         row
         col
         Field.boolean("isTapAnimated", default: false)
         isRandomAnimated
     }
-    public static let row = Stored<Int64>(.integer("row", column: "grid_row", access: .hidden))
-    public static let col = Stored<Int64>(.integer("col", column: "grid_col", access: .hidden))
+    /// Rows and columns are 0-based and dense; rows only grow.
+    public static let row = Stored<Int64>(.integer("row", column: "grid_row", access: .hidden).checked(.atLeast(0)))
+    public static let col = Stored<Int64>(.integer("col", column: "grid_col", access: .hidden).checked(.atLeast(0)))
     public static let isRandomAnimated = Stored<Bool>(.boolean("isRandomAnimated", default: false))
     /// What `POST /grid/rows` takes.
     static let dotsInRow = Stored<Int64>(.integer("dots", range: 1...Int64(maxDotsPerRow)))
 
     static let rowPlace = dots.place(of: row.name), colPlace = dots.place(of: col.name)
+
+    /// What a new database holds: rows of 3, 2 and 4 dots.
+    static let seed = [
+        dot("6a1f3c2e-0b7d-4e59-8c21-3f4e5d6c0001", 0, 0),
+        dot("6a1f3c2e-0b7d-4e59-8c21-3f4e5d6c0002", 0, 1),
+        dot("6a1f3c2e-0b7d-4e59-8c21-3f4e5d6c0003", 0, 2),
+        dot("6a1f3c2e-0b7d-4e59-8c21-3f4e5d6c0101", 1, 0),
+        dot("6a1f3c2e-0b7d-4e59-8c21-3f4e5d6c0102", 1, 1),
+        dot("6a1f3c2e-0b7d-4e59-8c21-3f4e5d6c0201", 2, 0),
+        dot("6a1f3c2e-0b7d-4e59-8c21-3f4e5d6c0202", 2, 1),
+        dot("6a1f3c2e-0b7d-4e59-8c21-3f4e5d6c0203", 2, 2),
+        dot("6a1f3c2e-0b7d-4e59-8c21-3f4e5d6c0204", 2, 3),
+    ]
+
+    static func dot(_ id: String, _ row: Int64, _ col: Int64) -> Seed {
+        Seed(dots, id: id, [Self.row.with(row), Self.col.with(col)])
+    }
 
     /// The dots row by row, each row in column order.
     static func rows(_ state: ModelState) -> [[Record]] {

@@ -7,13 +7,15 @@ import ModelStore
 /// reporting how far they have come. `current` never passes `total`;
 /// `isComplete` turns true once, when it reaches it.
 public enum Jobs {
-    public static let current = Stored<Int64>(.integer("current", access: .hidden))
-    public static let total = Stored<Int64>(.integer("total", access: .hidden))
+    public static let current = Stored<Int64>(.integer("current", access: .hidden).checked(.atLeast(0)))
+    public static let total = Stored<Int64>(.integer("total", access: .hidden, range: totalRange))
     /// What the server adds every `intervalMs`; null for a job whose progress clients report.
-    public static let step = Stored<Int64?>(.integer("step", nullable: true, access: .hidden))
-    public static let intervalMs = Stored<Int64?>(.integer("intervalMs", nullable: true, access: .hidden))
+    public static let step = Stored<Int64?>(.integer("step", nullable: true, access: .hidden).checked(.atLeast(1)))
+    public static let intervalMs = Stored<Int64?>(.integer("intervalMs", nullable: true, access: .hidden, range: Limits.intervalRange))
+    static let totalRange: ClosedRange<Int64> = 1...1_000_000_000
 
-    public static let jobs = Resource.collection("jobs", element: "job", at: "/jobs", allowing: [.list, .get, .delete]) {
+    public static let jobs = Resource.collection("jobs", element: "job", at: "/jobs", allowing: [.list, .get, .delete],
+                                                 checks: [.atMost(current.field, total.field), .nullTogether(step.field, intervalMs.field)]) {
         current
         total
         step
@@ -26,9 +28,9 @@ public enum Jobs {
 
     /// What `POST /jobs` takes, and `POST /jobs/{id}/progress`.
     enum Input {
-        static let total = Stored<Int64>(.integer("total", range: 1...1_000_000_000))
+        static let total = Stored<Int64>(.integer("total", range: totalRange))
         static let step = Stored<Int64>(.integer("step"))
-        static let intervalMs = Stored<Int64>(.integer("intervalMs", range: 10...3_600_000))
+        static let intervalMs = Stored<Int64>(.integer("intervalMs", range: Limits.intervalRange))
         static let current = Stored<Int64>(.integer("current"))
     }
 

@@ -11,7 +11,7 @@ public enum Posts {
                    schema: "ImageURL")
         height
     }
-    public static let height = Stored<Double>(.number("height", access: .createOnly, rules: [heightRule], schema: "Height"))
+    public static let height = Stored<Double>(.number("height", access: .createOnly, rules: [heightRule], schema: "Height").checked(.above(0)))
 
     /// Above 0 and at most 100,000.
     @Sendable static func heightRule(_ name: String, _ value: JSONValue) throws {

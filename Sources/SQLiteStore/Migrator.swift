@@ -21,8 +21,10 @@ public struct Migrator {
     }
 
     /// Applies the migrations not yet recorded; returns the names applied.
+    /// One that `runs` refuses is recorded without running (its name
+    /// returned with `(recorded only)`).
     @discardableResult
-    public func migrate(_ database: Database) throws -> [String] {
+    public func migrate(_ database: Database, runs: (Migration) throws -> Bool = { _ in true }) throws -> [String] {
         try database.execute("""
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version INTEGER PRIMARY KEY,
@@ -33,13 +35,15 @@ public struct Migrator {
         let applied = Set(try database.rows("SELECT version FROM schema_migrations").compactMap { $0[0].int64 })
         var names: [String] = []
         for migration in migrations where !applied.contains(Int64(migration.version)) {
-            try database.transaction {
-                try database.execute(migration.sql)
+            let running = try database.transaction {
+                let running = try runs(migration)
+                if running { try database.execute(migration.sql) }
                 try database.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES (?, ?)",
                     [.integer(Int64(migration.version)), .text(migration.name)])
+                return running
             }
-            names.append(migration.name)
+            names.append(running ? migration.name : migration.name + " (recorded only)")
         }
         return names
     }

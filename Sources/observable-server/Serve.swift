@@ -10,7 +10,7 @@ import ModelStoreDatabases
 import Models
 
 struct Serve: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Apply pending migrations and serve HTTP (the default).")
+    static let configuration = CommandConfiguration(abstract: "Apply pending migrations, make or check the models' tables, and serve HTTP (the default).")
 
     @OptionGroup var store: StoreOptions
 
@@ -150,12 +150,12 @@ struct Serve: ParsableCommand {
 }
 
 struct Migrate: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Apply pending migrations to the database and exit.")
+    static let configuration = CommandConfiguration(abstract: "Apply pending migrations, make or check the models' tables, and exit.")
 
     @OptionGroup var store: StoreOptions
 
     func run() throws {
-        let applied = try Store.migrate(database: try store.databaseName(), migrations: SeedModels.catalog().migrations)
+        let applied = try Store.migrate(database: try store.databaseName(), catalog: SeedModels.catalog())
         print(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
     }
 }

@@ -4,9 +4,9 @@ import Models
 import Testing
 import TestSupport
 
-/// A model declared here, in the test, and nowhere else: its declaration,
-/// its migration and one line of registration are all it takes to be
-/// served, stored, validated and observed.
+/// A model declared here, in the test, and nowhere else: its declaration
+/// and one line of registration are all it takes to be served, stored
+/// (its table made from the declaration), validated and observed.
 enum TodoList {
     static let items = Resource.collection("items", element: "item", at: "/todo/items", table: "todo_items",
                                            allowing: [.list, .create, .get, .patch, .delete]) {
@@ -19,24 +19,13 @@ enum TodoList {
         items
         Computed("openCount", .integer) { state, _ in .int(Int64(state[items].values.count { !$0[isDone] })) }
     }
-
-    static let migration = """
-        CREATE TABLE todo_items (
-            id TEXT PRIMARY KEY,
-            position INTEGER NOT NULL UNIQUE,
-            title TEXT NOT NULL,
-            is_done INTEGER NOT NULL DEFAULT 0 CHECK (is_done IN (0, 1))
-        );
-        """
 }
 
 @Suite struct DeclaredModelTests {
-    /// A server for the seed systems plus the to-do list: its declaration
-    /// and its migration, registered in one line.
+    /// A server for the seed systems plus the to-do list, registered in one line.
     static func server(folder: String = temporaryFolder()) throws -> TestServer {
         try TestServer(folder: folder) { configuration in
-            configuration.models = SeedModels.catalog().adding(
-                Catalog(resources: [TodoList.items, TodoList.list], migrations: [("0100_todo_items.sql", TodoList.migration)]))
+            configuration.models = SeedModels.catalog().adding(Catalog(resources: [TodoList.items, TodoList.list]))
         }
     }
 
@@ -107,6 +96,61 @@ enum TodoList {
         server = nil
         let reopened = try Self.server(folder: folder)
         #expect(try reopened.client.get("/todo/items").json == ["items": [["id": .string(id), "title": "Knead", "isDone": true]]])
+    }
+}
+
+/// The tables of the built server against its declarations, at start.
+@Suite struct DeclaredTablesAtStartTests {
+    /// Runs the built `observable-server` with `arguments` until it exits
+    /// (killed after 60 seconds); its exit status and what it printed.
+    static func run(_ arguments: [String], in folder: String) throws -> (status: Int32, output: String) {
+        let logPath = folder + "/run-\(UUID().uuidString).log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        defer { try? log.close() }
+        let process = Process()
+        process.executableURL = ServerProcess.executable
+        process.arguments = arguments
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        do {
+            try waitUntil(timeout: 60) { !process.isRunning }
+        } catch {
+            process.terminate()
+            process.waitUntilExit()
+            throw error
+        }
+        process.waitUntilExit()
+        return (process.terminationStatus, try String(contentsOfFile: logPath, encoding: .utf8))
+    }
+
+    /// A database the server made, whose truck table was then changed by
+    /// hand (its `name` column renamed): the server stops before it listens,
+    /// names the table, the column and what differs, exits with a status
+    /// other than 0, and leaves the table as it found it.
+    @Test func aServerStartedOnATableThatDiffersFromItsDeclarationStopsNamingTheDifference() throws {
+        let folder = temporaryFolder()
+        let database = try TestEngine.database(for: folder)
+        let made = try Self.run(["migrate", "--database", database], in: folder)
+        #expect(made.status == 0, "\(made.output)")
+        #expect(made.output.contains("made table truck"))
+        try TestEngine.execute("ALTER TABLE truck RENAME COLUMN name TO title", folder: folder)
+
+        let started = try Self.run(["serve", "--host", "127.0.0.1", "--port", "0", "--database", database], in: folder)
+        #expect(started.status != 0)
+        #expect(started.output.contains("the database does not match the models' declarations"), "\(started.output)")
+        #expect(started.output.contains(
+            "table truck, column name (field truck.name): missing; a required field without a default cannot be added to the rows there"))
+        #expect(started.output.contains("table truck, column title: NOT NULL without a default in the database"))
+        #expect(!started.output.contains("listening on"))
+        #expect(try TestEngine.integer("SELECT COUNT(*) FROM truck WHERE title = 'Food Truck'", folder: folder) == 1)
+
+        // Put back, the same database is served.
+        try TestEngine.execute("ALTER TABLE truck RENAME COLUMN title TO name", folder: folder)
+        let server = try ServerProcess(folder: folder)
+        #expect(try server.client.get("/truck").json["name"] == "Food Truck")
+        #expect(server.stop() == 0)
     }
 }
 

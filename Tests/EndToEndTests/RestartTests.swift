@@ -298,7 +298,7 @@ import TestSupport
         let before = try FileManager.default.contentsOfDirectory(atPath: migrations.path)
             .filter { $0.hasSuffix(".sql") && !$0.hasSuffix(".postgres.sql") && $0 < version }
             .map { ($0, try String(contentsOf: migrations.appendingPathComponent($0), encoding: .utf8)) }
-        #expect(try Store.migrate(database: path, migrations: before).count == count)
+        #expect(try Store.migrate(database: path, catalog: Catalog(resources: [], migrations: before)).count == count)
         let database = try SQLiteStore.Database(path: path)
         try database.execute(sql)
         database.close()
@@ -316,7 +316,7 @@ import TestSupport
     /// become one row for each observer and seq, and the server started on
     /// them knows every key its observer read.
     @Test func readsStoredAKeyARowAreGroupedByTheirRead() throws {
-        let path = try Self.migrated(before: "0008", applying: 7, then: """
+        let path = try Self.migrated(before: "0008", applying: 3, then: """
             INSERT INTO observers (id, cursor, ttl_seconds, last_used) VALUES ('o', 0, 600, 0);
             INSERT INTO observer_reads (observer_id, path, read_seq) VALUES
                 ('o', '/truck/name', 3), ('o', '/truck/orderCount', 3), ('o', '/account/userName', 5);
@@ -333,7 +333,7 @@ import TestSupport
     /// of comparisons: a log written before it is kept whole, and the check
     /// still refuses what is not an operation.
     @Test func theChangeLogIsKeptWhenItsCheckIsRewritten() throws {
-        let path = try Self.migrated(before: "0007", applying: 6, then: """
+        let path = try Self.migrated(before: "0007", applying: 2, then: """
             INSERT INTO changes (seq, txn, path, op, old, new, keys, implied_reads)
             VALUES (7, 7, '/truck/name', 'set', '"A"', '"B"', '/truck/name', '')
             """)

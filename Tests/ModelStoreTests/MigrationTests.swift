@@ -20,6 +20,15 @@ import Testing
         #expect(throws: Migration.FileError.self) { try Migration.ordered([(name, "")]) }
     }
 
+    /// A migration that changes models' tables names them on its first line.
+    @Test func aMigrationNamesTheModelsTablesItChangesOnItsFirstLine() throws {
+        let migrations = try Migration.ordered([
+            ("0100_rename.sql", "-- tables: boxes,  shelf\nALTER TABLE boxes RENAME COLUMN label TO name;"),
+            ("0101_other.sql", "-- Not a list of tables.\n-- tables: boxes\nDELETE FROM boxes;"),
+        ])
+        #expect(migrations.map(\.tables) == [["boxes", "shelf"], []])
+    }
+
     @Test func refusesTwoMigrationsWithOneVersion() throws {
         #expect(throws: Migration.FileError.self) {
             try Migration.ordered([("0001_a.sql", ""), ("0001_b.sql", "")])

@@ -38,6 +38,15 @@ import Testing
         #expect(try later.migrate(database) == ["0002_b"])
     }
 
+    /// One that the caller says not to run is recorded all the same, and never offered again.
+    @Test func aMigrationNotToRunIsRecordedWithoutRunning() throws {
+        let database = try Database(path: folder() + "/test.sqlite")
+        let migrator = Migrator([migration(1, "0001_a", "CREATE TABLE a (x INTEGER);"), migration(2, "0002_b", "INSERT INTO nowhere VALUES (1);")])
+        #expect(try migrator.migrate(database) { $0.version == 1 } == ["0001_a", "0002_b (recorded only)"])
+        #expect(try migrator.migrate(database) == [])
+        #expect(try database.rows("SELECT version FROM schema_migrations ORDER BY version").map { $0[0] } == [.integer(1), .integer(2)])
+    }
+
     @Test func failingMigrationLeavesNothingBehind() throws {
         let database = try Database(path: folder() + "/test.sqlite")
         let migrator = Migrator([migration(1, "0001_bad", "CREATE TABLE a (x INTEGER); INSERT INTO nowhere VALUES (1);")])

@@ -4,7 +4,10 @@
  * change-log rows, reads served from memory). It is the practical ceiling
  * that observable-server is measured against.
  *
- *   reference PORT DATABASE MIGRATION_SQL [normal|full] [THREADS]
+ *   reference PORT DATABASE SCHEMA_SQL [normal|full] [THREADS]
+ *
+ * SCHEMA_SQL is run first; `-` runs nothing, for a database whose tables are
+ * made already (bench/run.py makes them with `observable-server migrate`).
  */
 #include <microhttpd.h>
 #include <sqlite3.h>
@@ -318,7 +321,7 @@ static void load(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) { fprintf(stderr, "usage: reference PORT DATABASE MIGRATION_SQL [normal|full] [THREADS]\n"); return 2; }
+    if (argc < 4) { fprintf(stderr, "usage: reference PORT DATABASE SCHEMA_SQL|- [normal|full] [THREADS]\n"); return 2; }
     int port = atoi(argv[1]);
     const char *sync = argc > 4 ? argv[4] : "normal";
     int threads = argc > 5 ? atoi(argv[5]) : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -327,12 +330,15 @@ int main(int argc, char **argv) {
     exec_sql("PRAGMA journal_mode = WAL");
     exec_sql(strcmp(sync, "full") == 0 ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
     exec_sql("PRAGMA foreign_keys = ON");
-    FILE *f = fopen(argv[3], "rb");
-    if (!f) { perror(argv[3]); return 1; }
-    char *sql = calloc(1, 1 << 20);
-    if (fread(sql, 1, (1 << 20) - 1, f) == 0) return 1;
-    fclose(f);
-    exec_sql(sql);
+    if (strcmp(argv[3], "-") != 0) {
+        FILE *f = fopen(argv[3], "rb");
+        if (!f) { perror(argv[3]); return 1; }
+        char *sql = calloc(1, 1 << 20);
+        if (fread(sql, 1, (1 << 20) - 1, f) == 0) return 1;
+        fclose(f);
+        exec_sql(sql);
+        free(sql);
+    }
     load();
     begin_tx = prepare("BEGIN IMMEDIATE");
     commit_tx = prepare("COMMIT");

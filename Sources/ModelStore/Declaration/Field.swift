@@ -99,9 +99,29 @@ public struct Field: Sendable {
         Field(name, .boolean, column: column, default: value.map(JSONValue.bool), access: access, description: description)
     }
 
-    /// The text limits and integer range, kept for the API reference.
+    /// The text limits and integer range, kept for the API reference (and
+    /// the range for the column's check).
     var limits: TextLimits?
     var range: ClosedRange<Int64>?
+
+    /// A condition its column checks on every row, beyond what the type,
+    /// `nullable` and `range` say: a rule of the data that holds whoever
+    /// writes it (a job's step is at least 1, a height above 0).
+    public enum Check: Sendable {
+        case atLeast(Int64)
+        case above(Double)
+    }
+
+    /// Conditions its column checks (`checked(_:)`).
+    var storedChecks: [Check] = []
+
+    /// This field, its column checking `check` too.
+    public func checked(_ check: Check) -> Field {
+        var field = self
+        field.storedChecks.append(check)
+        return field
+    }
+
     /// Whether a body may leave it out though it has no default.
     var isOptional = false
 

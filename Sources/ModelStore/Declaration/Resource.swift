@@ -79,6 +79,24 @@ public final class Resource: Sendable {
     let positioned: Bool
     /// The SQL order of rows when loading, when not by position.
     let orderBy: String?
+    /// Sets of columns no two elements share (their table's unique indexes).
+    let uniqueKeys: [[String]]
+    /// Rules on several fields of one row, which its table checks.
+    let checks: [Check]
+
+    /// A rule on two fields of one row that its table checks.
+    public enum Check: Sendable {
+        /// The first is never more than the second (a job's `current` and `total`).
+        case atMost(Field, Field)
+        /// Both are `null` or neither is.
+        case nullTogether(Field, Field)
+
+        var fields: [Field] {
+            switch self {
+            case .atMost(let a, let b), .nullTogether(let a, let b): [a, b]
+            }
+        }
+    }
     /// A rule checked inside the transaction before a create is stored
     /// (an order needs a donut on the menu).
     let checkCreate: (@Sendable (ModelState, Record) throws -> Void)?
@@ -87,8 +105,8 @@ public final class Resource: Sendable {
     public let tag: String
 
     init(kind: Kind, name: String, elementName: String, path: String, table: String, operations: Set<Operation>,
-         positioned: Bool, orderBy: String?, checkCreate: (@Sendable (ModelState, Record) throws -> Void)?,
-         tag: String?, members: [Member])
+         positioned: Bool, orderBy: [Field], unique: [[Field]], checks: [Check],
+         checkCreate: (@Sendable (ModelState, Record) throws -> Void)?, tag: String?, members: [Member])
     {
         self.tag = tag ?? name
         self.kind = kind
@@ -99,7 +117,9 @@ public final class Resource: Sendable {
         self.table = table
         self.operations = operations
         self.positioned = positioned
-        self.orderBy = orderBy
+        self.orderBy = orderBy.isEmpty ? nil : orderBy.map(\.column).joined(separator: ", ")
+        uniqueKeys = unique.map { $0.map(\.column) }
+        self.checks = checks
         self.checkCreate = checkCreate
         self.members = members
         // One pass over the members: what is stored, computed and nested,
@@ -131,6 +151,9 @@ public final class Resource: Sendable {
         }
         fieldNames = slots.map(\.name)
         fieldIndex = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($1.name, $0) })
+        for field in orderBy + unique.flatMap({ $0 }) + checks.flatMap(\.fields) {
+            precondition(fieldIndex[field.name] != nil, "\(name) has no field \(field.name) to order, key or check by")
+        }
         defaults = fields.map { $0.defaultValue ?? .null }
         fieldNamesInOrder = fields.map(\.name)
         keyNames = fields.map { $0.isVisible ? $0.name : nil } + computed.map(\.name)
@@ -140,14 +163,19 @@ public final class Resource: Sendable {
         patchableFields = fields.filter { $0.access == .writable }
     }
 
-    /// A collection of elements with server-made ids.
+    /// A collection of elements with server-made ids. Its rows are loaded
+    /// in creation order (`positioned`), else in the order of the fields
+    /// `orderBy`; no two share their values of the fields of a key in
+    /// `unique`, and each row keeps to `checks`.
     public static func collection(_ name: String, element: String, at path: String, table: String? = nil,
-                                  allowing operations: Set<Operation> = [], positioned: Bool = true, orderBy: String? = nil,
+                                  allowing operations: Set<Operation> = [], positioned: Bool = true, orderBy: [Field] = [],
+                                  unique: [[Field]] = [], checks: [Check] = [],
                                   checkCreate: (@Sendable (ModelState, Record) throws -> Void)? = nil, tag: String? = nil,
                                   @MemberBuilder _ members: () -> [Member]) -> Resource
     {
         Resource(kind: .collection, name: name, elementName: element, path: path, table: table ?? name, operations: operations,
-                 positioned: positioned, orderBy: orderBy, checkCreate: checkCreate, tag: tag, members: members())
+                 positioned: positioned, orderBy: orderBy, unique: unique, checks: checks, checkCreate: checkCreate, tag: tag,
+                 members: members())
     }
 
     /// One object that always exists, stored in the row `id = 1` of its table.
@@ -155,7 +183,7 @@ public final class Resource: Sendable {
                                  tag: String? = nil, @MemberBuilder _ members: () -> [Member]) -> Resource
     {
         Resource(kind: .singleton, name: name, elementName: name, path: path, table: table ?? name, operations: operations,
-                 positioned: false, orderBy: nil, checkCreate: nil, tag: tag, members: members())
+                 positioned: false, orderBy: [], unique: [], checks: [], checkCreate: nil, tag: tag, members: members())
     }
 
     /// The names `?fields=` may select: `id` for elements, then every shown member.

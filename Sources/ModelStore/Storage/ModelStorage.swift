@@ -10,6 +10,10 @@ package protocol ModelStorage: AnyObject {
     /// Applies the `NNNN_name.sql` files not applied yet, in order, each
     /// once; returns the names applied.
     func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String]
+    /// Makes the models' tables that are missing and checks those there
+    /// against their declarations, in one transaction (`Schema.ensure(in:)`,
+    /// in the engine's dialect); returns what it did, in words.
+    func ensure(_ schema: Schema) throws -> [String]
 
     // MARK: Loading
 
@@ -164,6 +168,13 @@ package struct TableStatements {
 }
 
 extension ModelStorage {
+    /// Applies `catalog`'s pending migrations, then makes or checks its
+    /// models' tables: the numbered migrations first, so that a table they
+    /// change is checked as they leave it. Returns what was done, in words.
+    package func prepare(_ catalog: Catalog) throws -> [String] {
+        try migrate(catalog.migrations) + ensure(catalog.schema)
+    }
+
     /// Runs `body` between `begin` and `commit`; rolls back when it throws.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
         try begin()

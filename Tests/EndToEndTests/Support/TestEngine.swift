@@ -22,6 +22,17 @@ enum TestEngine {
         return url
     }
 
+    /// Runs `sql` (one statement or more) on the database of `folder`.
+    static func execute(_ sql: String, folder: String) throws {
+        if isPostgres {
+            try PostgresConnection(url: try database(for: folder)).connection.execute(sql)
+            return
+        }
+        let database = try SQLiteStore.Database(path: folder + "/observable.sqlite")
+        defer { database.close() }
+        try database.execute(sql)
+    }
+
     /// The first column of the first row of `sql`, asked of the database of `folder`.
     static func integer(_ sql: String, folder: String) throws -> Int64? {
         if isPostgres {
