@@ -155,18 +155,4 @@ import Testing
         #expect(read.string.contains(#""items":[{"id":"#))
         #expect(read.reads.map(\.path).contains("/shelf/boxCount"))
     }
-
-    @Test func aModelsPartOfTheOpenAPIDocumentNamesItsFieldsWithTheirRules() {
-        let paths = Self.boxes.openAPIPaths()
-        #expect(paths.contains("  /shelf/boxes:\n    get:\n"))
-        #expect(paths.contains("      operationId: createBox\n"))
-        #expect(paths.contains("  /shelf/boxes/{id}/items/{itemId}:\n"))
-        // A text's limits in a body: characters as `maxLength`, bytes as `x-maxBytes`.
-        #expect(paths.contains("                  maxLength: 5\n                  x-maxBytes: 20\n                  pattern: '[^\\x00-\\x20"))
-        let schemas = Self.boxes.openAPISchemas()
-        #expect(schemas.contains("    BoxSelection:\n"))
-        #expect(schemas.contains("        weightKg:\n          type: integer\n          minimum: 1\n          maximum: 50\n"))
-        #expect(schemas.contains("        note:\n          type: [string, \"null\"]\n"))
-        #expect(schemas.contains("    required: [id, name, weightKg, note, items, isPacked]\n"))
-    }
 }
