@@ -114,7 +114,7 @@ public final class ObservableAPI: Sendable {
             let selection = try FieldSelection(request.query["fields"], allowed: allowed)
             representation = try render(snapshot.state, selection)
             var made = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
-            for link in representation.links { made.headers.append(("Link", link)) }
+            for next in representation.nextPages { made.headers.append(("Link", next.link)) }
             response = made
             if !conditional {
                 answers.keep(representation, response, for: request.path, query: request.query, in: snapshot)

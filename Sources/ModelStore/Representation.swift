@@ -7,14 +7,13 @@ public struct Representation: Sendable {
     /// The body, serialised.
     public var bytes: [UInt8]
     public var reads: [PropertyKey]
-    /// `Link` header values (RFC 8288): the next page of each paged
-    /// collection that has more.
-    public var links: [String] = []
+    /// The next page of each paged collection shown that has more.
+    public var nextPages: [NextPage] = []
 
-    public init(bytes: [UInt8], reads: [PropertyKey], links: [String] = []) {
+    public init(bytes: [UInt8], reads: [PropertyKey], nextPages: [NextPage] = []) {
         self.bytes = bytes
         self.reads = reads
-        self.links = links
+        self.nextPages = nextPages
     }
 
     /// A strong entity tag of the serialised body.
@@ -128,8 +127,8 @@ public struct RepresentationBuilder {
     /// read through the shape, not one key each.
     private var quiet = 0
     private var isTracking: Bool { tracking && quiet == 0 }
-    /// `Link` values of the pages written (see `Representation.links`).
-    var links: [String] = []
+    /// The next pages of the pages written (see `Representation.nextPages`).
+    var nextPages: [NextPage] = []
     /// Whether a collection is read as a shape; without, as its
     /// membership's key and each property of each element shown (what
     /// an element's insert or remove names to readers of its properties).
@@ -286,6 +285,6 @@ public struct RepresentationBuilder {
         bytes.append(UInt8(ascii: "}"))
         var body: [UInt8] = []
         swap(&body, &bytes)
-        return Representation(bytes: body, reads: reads, links: links)
+        return Representation(bytes: body, reads: reads, nextPages: nextPages)
     }
 }
