@@ -171,7 +171,7 @@ public final class ObservableAPI: Sendable {
 
     /// A `200` JSON answer to a `GET`, or `304` when `If-None-Match` matches.
     static func json(_ body: [UInt8], request: HTTPRequest, cursor: Int64? = nil) -> HTTPResponse {
-        let etag = Representation.etag(of: body)
+        let etag = EntityTag.of(body)
         // The headers are distinct: appended without `setHeader`'s search.
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(4)
@@ -218,7 +218,7 @@ public final class ObservableAPI: Sendable {
     /// and where a created resource lives.
     static func answer(_ answer: Answer) -> HTTPResponse {
         guard let body = answer.body else { return HTTPResponse(status: answer.status) }
-        var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("ETag", Representation.etag(of: body))]
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("ETag", EntityTag.of(body))]
         if let location = answer.location { headers.append(("Location", location)) }
         return HTTPResponse(status: answer.status, headers: headers, body: body)
     }

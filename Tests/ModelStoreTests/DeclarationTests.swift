@@ -107,12 +107,12 @@ import Testing
 
         // A patch that changes nothing records nothing.
         _ = try store.write(Self.boxes.patch(id, Self.body(#"{"name": "Books"}"#, Self.boxes.patchableFields, requireAll: false),
-                                             ifMatch: nil))
+                                             onlyIf: nil))
         #expect(try Self.changes(store, after: seq) == [])
 
         // One change per field that moves, in declared order.
         _ = try store.write(Self.boxes.patch(id, Self.body(#"{"weightKg": 13, "note": "top"}"#, Self.boxes.patchableFields,
-                                                           requireAll: false), ifMatch: nil))
+                                                           requireAll: false), onlyIf: nil))
         #expect(try Self.changes(store, after: seq) == ["/shelf/boxes/ID/weightKg set 12 13", "/shelf/boxes/ID/note set null \"top\""])
 
         // Items packed one by one: each field that moves, and the box's
@@ -128,7 +128,7 @@ import Testing
 
         // Deleting a box is a remove; the singleton's computed count moves with it.
         let before = store.state.seq
-        _ = try store.write(Self.boxes.delete(id, ifMatch: nil))
+        _ = try store.write(Self.boxes.delete(id, onlyIf: nil))
         let removal = try Self.changes(store, after: before)
         #expect(removal.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == ["/shelf/boxes remove", "/shelf/boxCount set"])
         #expect(removal.last == "/shelf/boxCount set 2 1")

@@ -31,9 +31,9 @@ extension Resource {
     }
 
     /// Changes the fields a `PATCH` body names.
-    public func patch(_ id: String, _ body: ValidatedBody, ifMatch: String?) -> PreparedWrite<Answer> {
+    public func patch(_ id: String, _ body: ValidatedBody, onlyIf condition: Precondition?) -> PreparedWrite<Answer> {
         PreparedWrite { tx in
-            let record = try tx.update(self, id, ifMatch: ifMatch) { record in
+            let record = try tx.update(self, id, onlyIf: condition) { record in
                 for (name, value) in body.values { record[name] = value }
             }
             // A whole singleton can be large (the truck with every donut
@@ -43,9 +43,9 @@ extension Resource {
         }
     }
 
-    public func delete(_ id: String, ifMatch: String?) -> PreparedWrite<Answer> {
+    public func delete(_ id: String, onlyIf condition: Precondition?) -> PreparedWrite<Answer> {
         PreparedWrite { tx in
-            try tx.delete(self, id, ifMatch: ifMatch)
+            try tx.delete(self, id, onlyIf: condition)
             return .noContent
         }
     }
