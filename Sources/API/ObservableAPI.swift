@@ -214,13 +214,20 @@ public final class ObservableAPI: Sendable {
         var connection: SuspendedConnection?
     }
 
-    /// The response to a write: its representation as JSON with its ETag,
-    /// and where a created resource lives.
+    /// The response to a write: `200` with its representation as JSON and
+    /// its ETag, `201` with where a created resource lives too, or `204`
+    /// when it removed what it changed.
     static func answer(_ answer: Answer) -> HTTPResponse {
-        guard let body = answer.body else { return HTTPResponse(status: answer.status) }
+        let status: Int, location: String?
+        switch answer.outcome {
+        case .shown: (status, location) = (200, nil)
+        case .created(let path): (status, location) = (201, path)
+        case .removed: (status, location) = (204, nil)
+        }
+        guard let body = answer.body else { return HTTPResponse(status: status) }
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("ETag", EntityTag.of(body))]
-        if let location = answer.location { headers.append(("Location", location)) }
-        return HTTPResponse(status: answer.status, headers: headers, body: body)
+        if let location { headers.append(("Location", location)) }
+        return HTTPResponse(status: status, headers: headers, body: body)
     }
 }
 

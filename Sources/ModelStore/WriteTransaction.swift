@@ -87,7 +87,7 @@ public struct WriteTransaction: ~Copyable {
 
     /// Changes the element `id` of `resource` with `change`; each stored
     /// field that moves, in it or in the elements nested in it, is one
-    /// change. Throws `404` when there is no such element.
+    /// change. Throws `notFound` when there is no such element.
     @discardableResult
     public mutating func update(_ resource: Resource, _ id: String, onlyIf condition: Precondition? = nil,
                                 _ change: (inout Record) throws -> Void) throws -> Record
@@ -149,7 +149,7 @@ public struct WriteTransaction: ~Copyable {
 
     /// Deletes the element `id` of `resource` and the elements nested in
     /// it, announcing a `remove` to readers of the collection or of any of
-    /// its properties. Throws `404` when there is no such element.
+    /// its properties. Throws `notFound` when there is no such element.
     @discardableResult
     public mutating func delete(_ resource: Resource, _ id: String, onlyIf condition: Precondition? = nil) throws -> Record {
         let record = try resource.record(id, in: state)

@@ -10,7 +10,7 @@ public struct Field: Sendable {
 
     /// Who sets the field.
     public enum Access: Sendable {
-        /// Clients set it on create and change it with `PATCH`.
+        /// Clients set it on create and change it with a patch.
         case writable
         /// Clients set it on create; it never changes after.
         case createOnly

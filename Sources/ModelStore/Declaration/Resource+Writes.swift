@@ -23,14 +23,14 @@ extension Resource {
         }
     }
 
-    /// The element `id` (`404` when there is none), or the singleton's object.
+    /// The element `id` (`notFound` when there is none), or the singleton's object.
     public func record(_ id: String, in state: ModelState) throws(ModelError) -> Record {
         if kind == .singleton { return state[singleton: self] }
         guard let record = state[self][id] else { throw ModelError.notFound("no \(elementName) \(id)") }
         return record
     }
 
-    /// Changes the fields a `PATCH` body names.
+    /// Changes the fields a patch's body names.
     public func patch(_ id: String, _ body: ValidatedBody, onlyIf condition: Precondition?) -> PreparedWrite<Answer> {
         PreparedWrite { tx in
             let record = try tx.update(self, id, onlyIf: condition) { record in
@@ -46,7 +46,7 @@ extension Resource {
     public func delete(_ id: String, onlyIf condition: Precondition?) -> PreparedWrite<Answer> {
         PreparedWrite { tx in
             try tx.delete(self, id, onlyIf: condition)
-            return .noContent
+            return .removed
         }
     }
 }
