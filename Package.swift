@@ -77,7 +77,7 @@ let package = Package(
         // The engine: model declarations, their representation, writes and
         // change recording, group commit, and the storage interface (rows,
         // change log, observers, and `ReadDurability` for their reads). It
-        // imports neither engine.
+        // imports neither engine, nor anything that knows HTTP.
         .target(
             name: "ModelStore",
             dependencies: [

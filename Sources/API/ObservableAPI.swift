@@ -114,7 +114,7 @@ public final class ObservableAPI: Sendable {
             let selection = try FieldSelection(request.query["fields"], allowed: allowed)
             representation = try render(snapshot.state, selection)
             var made = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
-            for link in representation.links { made.headers.append(("Link", link)) }
+            for next in representation.nextPages { made.headers.append(("Link", next.link)) }
             response = made
             if !conditional {
                 answers.keep(representation, response, for: request.path, query: request.query, in: snapshot)
@@ -171,7 +171,7 @@ public final class ObservableAPI: Sendable {
 
     /// A `200` JSON answer to a `GET`, or `304` when `If-None-Match` matches.
     static func json(_ body: [UInt8], request: HTTPRequest, cursor: Int64? = nil) -> HTTPResponse {
-        let etag = Representation.etag(of: body)
+        let etag = EntityTag.of(body)
         // The headers are distinct: appended without `setHeader`'s search.
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(4)
@@ -214,13 +214,20 @@ public final class ObservableAPI: Sendable {
         var connection: SuspendedConnection?
     }
 
-    /// The response to a write: its representation as JSON with its ETag,
-    /// and where a created resource lives.
+    /// The response to a write: `200` with its representation as JSON and
+    /// its ETag, `201` with where a created resource lives too, or `204`
+    /// when it removed what it changed.
     static func answer(_ answer: Answer) -> HTTPResponse {
-        guard let body = answer.body else { return HTTPResponse(status: answer.status) }
-        var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("ETag", Representation.etag(of: body))]
-        if let location = answer.location { headers.append(("Location", location)) }
-        return HTTPResponse(status: answer.status, headers: headers, body: body)
+        let status: Int, location: String?
+        switch answer.outcome {
+        case .shown: (status, location) = (200, nil)
+        case .created(let path): (status, location) = (201, path)
+        case .removed: (status, location) = (204, nil)
+        }
+        guard let body = answer.body else { return HTTPResponse(status: status) }
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("ETag", EntityTag.of(body))]
+        if let location { headers.append(("Location", location)) }
+        return HTTPResponse(status: status, headers: headers, body: body)
     }
 }
 

@@ -75,12 +75,14 @@ extension ObservableAPI {
         if operations.contains(.patch) {
             router.patch(element) { [self] context in
                 let fields = try RequestBody.validated(context.request, fields: resource.patchableFields, requireAll: false)
-                return try commit(context, resource.patch(context.parameter("id"), fields, ifMatch: context.request.header("If-Match")))
+                let condition = EntityTag.ifMatch(context.request.header("If-Match"))
+                return try commit(context, resource.patch(context.parameter("id"), fields, onlyIf: condition))
             }
         }
         if operations.contains(.delete) {
             router.delete(element) { [self] context in
-                try commit(context, resource.delete(context.parameter("id"), ifMatch: context.request.header("If-Match")))
+                let condition = EntityTag.ifMatch(context.request.header("If-Match"))
+                return try commit(context, resource.delete(context.parameter("id"), onlyIf: condition))
             }
         }
         for nested in resource.nested where nested.operations.contains(.get) {

@@ -16,7 +16,7 @@ extension ObservableAPI {
             let body = try RequestBody.validated(context.request, fields: [Self.ttlSeconds], requireAll: false, emptyAllowed: true)
             let ttl = body.int("ttlSeconds") ?? Int64(Store.defaultObserverTTL)
             let observer = try store.createObserver(ttlSeconds: Int(ttl), owner: clients.client(of: context), now: ServerClock.wallSeconds)
-            return .response(Self.answer(Answer(status: 201, body: JSONWriter.bytes(json(observer)), location: "/observers/" + observer.id)))
+            return .response(Self.answer(Answer(.created(path: "/observers/" + observer.id), body: JSONWriter.bytes(json(observer)))))
         }
         // Each observer route twice: with the id in the path, and as
         // `/observer…` with the id in the `Observer` header, so that it
@@ -59,11 +59,11 @@ extension ObservableAPI {
         router.delete(base, access: .read) { [self] context in
             let waiter = try store.deleteObserver(Self.observerId(context))
             feed.observerDeleted(waiter)
-            return .response(Self.answer(.noContent))
+            return .response(Self.answer(.removed))
         }
         router.delete(base + "/reads", access: .read) { [self] context in
             try store.clearReads(of: Self.observerId(context), now: ServerClock.wallSeconds)
-            return .response(Self.answer(.noContent))
+            return .response(Self.answer(.removed))
         }
         router.get(base + "/changes") { [self] context in
             let request = context.request

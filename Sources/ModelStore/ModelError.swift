@@ -7,7 +7,7 @@ public struct ModelError: Error, Equatable, CustomStringConvertible {
         case notFound
         /// The request is well formed but breaks a rule of the model.
         case unprocessable
-        /// `If-Match` named a version that is no longer current.
+        /// What a write changes is no longer as its `Precondition` expects.
         case preconditionFailed
         /// The store is closing and takes no more writes.
         case unavailable

@@ -15,41 +15,22 @@ public struct Page: Sendable, Equatable {
         self.descending = descending
     }
 
-    /// The page the query asks for with `limit`, `after` and `order`
-    /// (each under `prefix`: `orders.limit` for the orders shown in the
-    /// truck); nil when it names none of them (the whole collection, as
-    /// without pages).
-    public static func parse(prefix: String = "", _ query: (String) -> String?) throws(ModelError) -> Page? {
-        let limit = query(prefix + "limit"), after = query(prefix + "after"), order = query(prefix + "order")
-        guard limit != nil || after != nil || order != nil else { return nil }
-        var page = Page()
-        if let limit {
-            guard let number = Int(limit), limits.contains(number) else {
-                throw .badRequest("\(prefix)limit must be a whole number from 1 to 1000, not \"\(limit)\"")
-            }
-            page.limit = number
-        }
-        if let after {
-            guard let number = Int64(after), number >= 0 else {
-                throw .badRequest("\(prefix)after must be the cursor of a page's Link: rel=\"next\" (a whole number), not \"\(after)\"")
-            }
-            page.after = number
-        }
-        if let order {
-            switch order {
-            case "asc": page.descending = false
-            case "desc": page.descending = true
-            default: throw .badRequest("\(prefix)order must be asc (oldest first) or desc (newest first), not \"\(order)\"")
-            }
-        }
-        return page
+    /// The page after this one, which ended at `position`.
+    func next(after position: Int64) -> Page {
+        Page(limit: limit, after: position, descending: descending)
     }
+}
 
-    /// The query of the page after this one, which ended at `position`.
-    func next(after position: Int64, prefix: String = "") -> String {
-        var query = ""
-        if let limit { query += "\(prefix)limit=\(limit)&" }
-        if descending { query += "\(prefix)order=desc&" }
-        return query + "\(prefix)after=\(position)"
-    }
+/// Where a page that did not show all that follows leaves off: a
+/// representation holds one for each paged collection it shows that has more.
+public struct NextPage: Sendable, Equatable {
+    /// The collection's path (`/truck/donuts`, `/games/{id}/cards`).
+    public let collection: String
+    /// The page that follows: the same limit and order, after the last element shown.
+    public let page: Page
+    /// The fields selected of its elements, sorted; nil for all.
+    public let fields: [String]?
+    /// The member it is shown under in another's representation (the
+    /// truck's `orders`); nil when the collection itself was read.
+    public let member: String?
 }

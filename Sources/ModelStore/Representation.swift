@@ -7,57 +7,22 @@ public struct Representation: Sendable {
     /// The body, serialised.
     public var bytes: [UInt8]
     public var reads: [PropertyKey]
-    /// `Link` header values (RFC 8288): the next page of each paged
-    /// collection that has more.
-    public var links: [String] = []
+    /// The next page of each paged collection shown that has more.
+    public var nextPages: [NextPage] = []
 
-    public init(bytes: [UInt8], reads: [PropertyKey], links: [String] = []) {
+    public init(bytes: [UInt8], reads: [PropertyKey], nextPages: [NextPage] = []) {
         self.bytes = bytes
         self.reads = reads
-        self.links = links
+        self.nextPages = nextPages
     }
-
-    /// A strong entity tag of the serialised body.
-    public static func etag(of bytes: [UInt8]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        // `"` + 16 hex digits + `"`, written in place.
-        return String(unsafeUninitializedCapacity: 18) { buffer in
-            let digits: StaticString = "0123456789abcdef"
-            buffer[0] = UInt8(ascii: "\"")
-            for i in 0..<16 {
-                buffer[16 - i] = digits.utf8Start[Int((hash >> (UInt64(i) * 4)) & 0xf)]
-            }
-            buffer[17] = UInt8(ascii: "\"")
-            return 18
-        }
-    }
-
-    public var etag: String { Self.etag(of: bytes) }
 
     /// The body as text (a change's `new` or `old`).
     public var string: String { String(decoding: bytes, as: UTF8.self) }
 }
 
-/// Entity-tag lists (`If-Match`, `If-None-Match`), matched one way.
-public enum EntityTag {
-    /// Whether the comma-separated `list` holds `*` or `etag`. A weak
-    /// comparison (RFC 9110, for `If-None-Match`) also takes `W/` + `etag`;
-    /// a strong one (`If-Match`) never matches a weak tag.
-    public static func list(_ list: String, contains etag: String, weak: Bool) -> Bool {
-        list.split(separator: ",").contains { candidate in
-            let tag = candidate.trimmingSpaces()
-            return tag == "*" || tag == etag || (weak && tag.hasPrefix("W/") && tag.dropFirst(2) == etag)
-        }
-    }
-}
-
 extension StringProtocol {
-    /// Without the spaces and tabs at either end, as list items in headers
-    /// and parameters are written.
+    /// Without the spaces and tabs at either end, as the items of a list
+    /// (`fields=a, b`) may be written.
     func trimmingSpaces() -> Substring {
         var s = self[...]
         while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
@@ -128,8 +93,8 @@ public struct RepresentationBuilder {
     /// read through the shape, not one key each.
     private var quiet = 0
     private var isTracking: Bool { tracking && quiet == 0 }
-    /// `Link` values of the pages written (see `Representation.links`).
-    var links: [String] = []
+    /// The next pages of the pages written (see `Representation.nextPages`).
+    var nextPages: [NextPage] = []
     /// Whether a collection is read as a shape; without, as its
     /// membership's key and each property of each element shown (what
     /// an element's insert or remove names to readers of its properties).
@@ -286,6 +251,6 @@ public struct RepresentationBuilder {
         bytes.append(UInt8(ascii: "}"))
         var body: [UInt8] = []
         swap(&body, &bytes)
-        return Representation(bytes: body, reads: reads, links: links)
+        return Representation(bytes: body, reads: reads, nextPages: nextPages)
     }
 }

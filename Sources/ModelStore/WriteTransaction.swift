@@ -87,13 +87,13 @@ public struct WriteTransaction: ~Copyable {
 
     /// Changes the element `id` of `resource` with `change`; each stored
     /// field that moves, in it or in the elements nested in it, is one
-    /// change. Throws `404` when there is no such element.
+    /// change. Throws `notFound` when there is no such element.
     @discardableResult
-    public mutating func update(_ resource: Resource, _ id: String, ifMatch: String? = nil,
+    public mutating func update(_ resource: Resource, _ id: String, onlyIf condition: Precondition? = nil,
                                 _ change: (inout Record) throws -> Void) throws -> Record
     {
         let old = try resource.record(id, in: state)
-        try require(ifMatch: ifMatch, current: resource.representation(of: old, in: state))
+        try require(condition, current: resource.representation(of: old, in: state))
         var new = old
         try change(&new)
         try save(old: old, new: new, of: resource, parentId: nil, within: [])
@@ -109,8 +109,9 @@ public struct WriteTransaction: ~Copyable {
 
     /// Changes the singleton `resource` with `change`, as `update` does.
     @discardableResult
-    public mutating func update(singleton resource: Resource, ifMatch: String? = nil, _ change: (inout Record) throws -> Void) throws -> Record {
-        try update(resource, "", ifMatch: ifMatch, change)
+    public mutating func update(singleton resource: Resource, onlyIf condition: Precondition? = nil,
+                                _ change: (inout Record) throws -> Void) throws -> Record {
+        try update(resource, "", onlyIf: condition, change)
     }
 
     /// Stores what moved between `old` and `new` and records a change for
@@ -148,12 +149,12 @@ public struct WriteTransaction: ~Copyable {
 
     /// Deletes the element `id` of `resource` and the elements nested in
     /// it, announcing a `remove` to readers of the collection or of any of
-    /// its properties. Throws `404` when there is no such element.
+    /// its properties. Throws `notFound` when there is no such element.
     @discardableResult
-    public mutating func delete(_ resource: Resource, _ id: String, ifMatch: String? = nil) throws -> Record {
+    public mutating func delete(_ resource: Resource, _ id: String, onlyIf condition: Precondition? = nil) throws -> Record {
         let record = try resource.record(id, in: state)
         let representation = resource.representation(of: record, in: state)
-        try require(ifMatch: ifMatch, current: representation)
+        try require(condition, current: representation)
         try storage.delete(from: catalog.layout(of: resource), id: id)
         state[resource][id] = nil
         // Readers of a collection nested in it (a game's cards) hear it too.
@@ -171,16 +172,12 @@ public struct WriteTransaction: ~Copyable {
 
     // MARK: - Preconditions
 
-    /// Checks `If-Match` against the current representation, which is
-    /// built only when there is one to check (an update of a job's progress
-    /// or a card does not render the whole element). It compares strongly
-    /// (RFC 9110): weak tags never match.
-    public func require(ifMatch: String?, current: @autoclosure () -> Representation) throws(ModelError) {
-        guard let ifMatch else { return }
-        let etag = current().etag
-        guard EntityTag.list(ifMatch, contains: etag, weak: false) else {
-            throw ModelError(.preconditionFailed, "If-Match \(ifMatch) does not match the current version \(etag)")
-        }
+    /// Checks `condition` against the current representation, which is
+    /// built only when there is a condition (an update of a job's progress
+    /// or a card does not render the whole element).
+    public func require(_ condition: Precondition?, current: @autoclosure () -> Representation) throws(ModelError) {
+        guard let condition else { return }
+        try condition.check(current())
     }
 
     // MARK: - Ending

@@ -141,7 +141,7 @@ public enum DotGrid {
                 }
                 let representation = row(index, added, in: tx.state)
                 tx.record(.insert(into: rowsKey.path, element: representation.string, elementKeys: representation.reads))
-                return Answer(status: 201, body: representation.bytes, location: "/grid/rows/\(index)")
+                return .created(representation, at: "/grid/rows/\(index)")
             })
         },
         Action("POST", "/grid/rows/:row/dots") { input in

@@ -99,20 +99,6 @@ import Testing
         #expect(try Self.refusal("\u{301}") == nil)
     }
 
-    /// The `pattern` the API reference gives for "not blank" says, code
-    /// point by code point, what the rule says.
-    @Test func thePatternOfNotBlankAgreesWithTheRuleOnEveryCodePointOfTheBasicPlane() throws {
-        let pattern = try NSRegularExpression(pattern: Resource.visibleTextPattern)
-        var disagreements: [String] = []
-        for value in UInt32(0)...0xFFFF {
-            guard let scalar = Unicode.Scalar(value) else { continue }
-            let text = String(scalar)
-            let matches = pattern.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
-            if matches == TextLimits.isBlank(text) { disagreements.append("U+" + String(value, radix: 16, uppercase: true)) }
-        }
-        #expect(disagreements.isEmpty, "\(disagreements.prefix(20))")
-    }
-
     /// Every text a client sets, in every seed model and action, is held to
     /// a byte limit; `donutId` is held to the menu instead (an order for
     /// anything but a donut's id is refused and nothing is stored).

@@ -2,7 +2,7 @@ import JSON
 
 /// One stored property of a model, declared once: its JSON name, type,
 /// rules and column. Everything else (loading, validation, the
-/// representation, change recording, SQL, OpenAPI) is derived from it.
+/// representation, change recording, SQL, the API reference) is derived from it.
 public struct Field: Sendable {
     public enum Kind: String, Sendable {
         case text, integer, number, boolean
@@ -10,7 +10,7 @@ public struct Field: Sendable {
 
     /// Who sets the field.
     public enum Access: Sendable {
-        /// Clients set it on create and change it with `PATCH`.
+        /// Clients set it on create and change it with a patch.
         case writable
         /// Clients set it on create; it never changes after.
         case createOnly
@@ -20,7 +20,7 @@ public struct Field: Sendable {
         case hidden
     }
 
-    /// A rule on a value of the right type; throws a `422` that names the field.
+    /// A rule on a value of the right type; throws an `unprocessable` refusal that names the field.
     public typealias Rule = @Sendable (_ name: String, _ value: JSONValue) throws -> Void
 
     /// The JSON name, which is also the last segment of its path.
@@ -101,8 +101,8 @@ public struct Field: Sendable {
 
     /// The text limits and integer range, kept for the API reference (and
     /// the range for the column's check).
-    var limits: TextLimits?
-    var range: ClosedRange<Int64>?
+    public internal(set) var limits: TextLimits?
+    public internal(set) var range: ClosedRange<Int64>?
 
     /// A condition its column checks on every row, beyond what the type,
     /// `nullable` and `range` say: a rule of the data that holds whoever
@@ -142,7 +142,7 @@ public struct Field: Sendable {
     }
 
     /// Whether a create must name it.
-    var isRequired: Bool { defaultValue.map { _ in false } ?? (!isOptional && (access == .writable || access == .createOnly)) }
+    public var isRequired: Bool { defaultValue.map { _ in false } ?? (!isOptional && (access == .writable || access == .createOnly)) }
     /// Whether it appears in the representation (and so is read and changes).
     public var isVisible: Bool { access != .hidden }
 

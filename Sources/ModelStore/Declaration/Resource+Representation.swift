@@ -26,13 +26,12 @@ extension Resource {
 
     /// `{"donuts": [...]}`: the top-level collection, or one `page` of it,
     /// read as one shape (the collection, the fields selected, the window
-    /// the page covers), with a `Link` to the next page while more follow.
+    /// the page covers), with the next page while more follow.
     public func list(in state: ModelState, _ selection: FieldSelection = .all, page: Page? = nil) -> Representation {
         let elements = state[self]
         var builder = RepresentationBuilder(resource: path, fields: 4)
-        let fieldsQuery = selection.shapeFields.map { "fields=" + $0.joined(separator: ",") + "&" } ?? ""
         Self.writeElements(elements, named: MemberName(name), collection: path, page: page, fields: selection.shapeFields,
-                           selection: .all, into: &builder, link: { "<\(path)?\(fieldsQuery)\($0)>; rel=\"next\"" }) { element, builder in
+                           selection: .all, into: &builder, member: nil) { element, builder in
             builder.object(resource: element.path) { write(element, in: state, into: &$0, selection) }
         }
         return builder.finish()
@@ -50,10 +49,11 @@ extension Resource {
     /// each with `write`. The window of a page runs from its cursor to its
     /// last element, and is open at the far end when no more follow (the
     /// last page oldest-first, the first newest-first: new elements land
-    /// there); `link` makes the `Link` value of the next page's query.
+    /// there); the next page, while more follow, is noted as shown under
+    /// `member` (nil for the collection read on its own).
     static func writeElements(_ elements: PersistentOrderedDictionary<String, Record>, named name: MemberName, collection: String,
                               page: Page?, fields: [String]?, selection: FieldSelection, into builder: inout RepresentationBuilder,
-                              link: (String) -> String, write: (Record, inout RepresentationBuilder) -> Void)
+                              member: String?, write: (Record, inout RepresentationBuilder) -> Void)
     {
         let newest = fields == nil ? Int64.max : (elements.last?.position ?? .min)
         guard let page else {
@@ -98,7 +98,9 @@ extension Resource {
         builder.elements(name, shape: shape, selection) { builder in
             for element in shown { write(element, &builder) }
         }
-        if let end { builder.links.append(link(page.next(after: end))) }
+        if let end {
+            builder.nextPages.append(NextPage(collection: collection, page: page.next(after: end), fields: fields, member: member))
+        }
     }
 
     /// `{"orderCount": 3}`: the computed property at `index` of a singleton, on its own.
@@ -127,7 +129,7 @@ extension Resource {
                 let path = nested == nil ? collection.path : record.path + "/" + collection.name
                 let name = collection.name
                 Self.writeElements(elements, named: slot.name, collection: path, page: pages[name], fields: nil, selection: selection,
-                                   into: &builder, link: { "<\(path)?\($0)>; rel=\"next\"; title=\"\(name)\"" }) { element, builder in
+                                   into: &builder, member: name) { element, builder in
                     builder.object(resource: element.path) { collection.write(element, in: state, into: &$0) }
                 }
             }

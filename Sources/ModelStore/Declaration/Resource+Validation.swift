@@ -1,10 +1,10 @@
 import JSON
 
-/// A request body checked against a list of fields: what a create, a
-/// `PATCH` or an action's input derives its validation from.
+/// A body checked against a list of fields: what a create, a patch or an
+/// action's input derives its validation from.
 ///
-/// Unknown fields and wrong types are `400`; a missing required field or a
-/// value that breaks a field's rule is `422`. Values are normalised to their
+/// Unknown fields and wrong types are `badRequest`; a missing required field
+/// or a value that breaks a field's rule is `unprocessable`. Values are normalised to their
 /// field's kind (`2.0` is the integer 2; an integer is a number).
 public struct ValidatedBody: Sendable {
     /// The values given, by field name.
@@ -36,7 +36,7 @@ public struct ValidatedBody: Sendable {
     public func string(_ name: String) -> String? { values[name]?.stringValue }
     public func int(_ name: String) -> Int64? { values[name]?.intValue }
 
-    /// `value` as a value of `field`'s kind, or the `400` that says why not.
+    /// `value` as a value of `field`'s kind, or the `badRequest` that says why not.
     static func typed(_ value: JSONValue, _ field: Field) throws(ModelError) -> JSONValue {
         let name = field.name
         if value == .null {

@@ -23,17 +23,17 @@ extension Resource {
         }
     }
 
-    /// The element `id` (`404` when there is none), or the singleton's object.
+    /// The element `id` (`notFound` when there is none), or the singleton's object.
     public func record(_ id: String, in state: ModelState) throws(ModelError) -> Record {
         if kind == .singleton { return state[singleton: self] }
         guard let record = state[self][id] else { throw ModelError.notFound("no \(elementName) \(id)") }
         return record
     }
 
-    /// Changes the fields a `PATCH` body names.
-    public func patch(_ id: String, _ body: ValidatedBody, ifMatch: String?) -> PreparedWrite<Answer> {
+    /// Changes the fields a patch's body names.
+    public func patch(_ id: String, _ body: ValidatedBody, onlyIf condition: Precondition?) -> PreparedWrite<Answer> {
         PreparedWrite { tx in
-            let record = try tx.update(self, id, ifMatch: ifMatch) { record in
+            let record = try tx.update(self, id, onlyIf: condition) { record in
                 for (name, value) in body.values { record[name] = value }
             }
             // A whole singleton can be large (the truck with every donut
@@ -43,10 +43,10 @@ extension Resource {
         }
     }
 
-    public func delete(_ id: String, ifMatch: String?) -> PreparedWrite<Answer> {
+    public func delete(_ id: String, onlyIf condition: Precondition?) -> PreparedWrite<Answer> {
         PreparedWrite { tx in
-            try tx.delete(self, id, ifMatch: ifMatch)
-            return .noContent
+            try tx.delete(self, id, onlyIf: condition)
+            return .removed
         }
     }
 }

@@ -214,7 +214,7 @@ public final class Resource: Sendable {
 
     /// Fields a client may send when creating.
     public let creatableFields: [Field]
-    /// Fields a client may send in a `PATCH`.
+    /// Fields a client may send in a patch.
     public let patchableFields: [Field]
 }
 

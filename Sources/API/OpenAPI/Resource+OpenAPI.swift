@@ -1,4 +1,5 @@
 import JSON
+import ModelStore
 
 /// A model's part of the OpenAPI document, derived from its declaration:
 /// the operations of the routes it allows, its schemas and its parameters.
@@ -6,7 +7,7 @@ import JSON
 /// `ObserverHeader`, `NotFound`, …), which the document itself declares.
 extension Resource {
     /// Its operations, as entries of `paths:` (indented by two spaces).
-    public func openAPIPaths() -> String {
+    func openAPIPaths() -> String {
         var yaml = YAMLLines()
         switch kind {
         case .singleton:
@@ -48,7 +49,7 @@ extension Resource {
 
     /// Its `fields` parameter and, for a collection, its id parameter, as
     /// entries of `components: parameters:` (indented by four spaces).
-    public func openAPIParameters() -> String {
+    func openAPIParameters() -> String {
         var yaml = YAMLLines()
         yaml.line(2, "\(schemaName)Fields:")
         yaml.line(3, "name: fields")
@@ -80,7 +81,7 @@ extension Resource {
 
     /// Its representation, whole (`Donut`) and as `fields` selects it
     /// (`DonutSelection`), as entries of `components: schemas:`.
-    public func openAPISchemas() -> String {
+    func openAPISchemas() -> String {
         var yaml = YAMLLines()
         for nested in nested { yaml.text += nested.openAPISchemas() }
         yaml.line(2, "\(selectionName):")
@@ -120,7 +121,7 @@ extension Resource {
     // MARK: - Operations
 
     /// `Donut`, `Truck`: the schema of the whole representation.
-    public var schemaName: String { (kind == .collection ? elementName : name).capitalizedFirst }
+    var schemaName: String { (kind == .collection ? elementName : name).capitalizedFirst }
     var selectionName: String { schemaName + "Selection" }
     private var article: String { "aeiou".contains(elementName.first ?? "x") ? "n" : "" }
 
