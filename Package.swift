@@ -18,26 +18,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
-        // libmicrohttpd 0.9.75 (LGPL-2.1+ or eCos), built in with two changes
-        // to how it answers malformed requests: see vendor/libmicrohttpd.
-        .target(
-            name: "CLibMicroHTTPD",
-            path: "vendor/libmicrohttpd",
-            exclude: ["README.md", "COPYING"],
-            sources: ["src"],
-            cSettings: [
-                .define("HAVE_CONFIG_H"),
-                .define("BUILDING_MHD_LIB", to: "1"),
-                .headerSearchPath("src"),
-                // -gdwarf-4: the debug information valgrind 3.19 (Debian 12) reads.
-                .unsafeFlags(["-fno-strict-aliasing", "-pthread", "-gdwarf-4"]),
-            ]
-        ),
-        // The C the Swift side calls libmicrohttpd through (include/shim.h).
-        .target(
+        // libmicrohttpd as Debian ships it, and the C the Swift side calls it
+        // through (shim.h: wrappers for its variadic calls).
+        .systemLibrary(
             name: "CMicroHTTPD",
-            dependencies: ["CLibMicroHTTPD"],
-            cSettings: [.unsafeFlags(["-gdwarf-4"])]
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
         ),
         .systemLibrary(
             name: "CSQLite",

@@ -45,7 +45,7 @@ FROM $BASE
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
     binutils libc6-dev libgcc-12-dev libstdc++-12-dev libcurl4-openssl-dev libxml2-dev libncurses-dev \
     libz3-dev libedit2 libpython3.11 zlib1g-dev pkg-config tzdata git ca-certificates \
-    libsqlite3-dev && rm -rf /var/lib/apt/lists/*
+    libsqlite3-dev libmicrohttpd-dev && rm -rf /var/lib/apt/lists/*
 DOCKERFILE
         podman build --network host -t "$BUILDER" -f "$WORK/Builder.Dockerfile" "$WORK" >/dev/null
     fi

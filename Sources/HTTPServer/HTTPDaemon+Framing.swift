@@ -5,21 +5,27 @@ import Glibc
 
 /// Strict framing. A request whose head a proxy in front could read
 /// differently from libmicrohttpd (request smuggling) is refused before its
-/// body is read, and its connection closed: libmicrohttpd 0.9.75 (built in;
-/// see vendor/libmicrohttpd/README.md) reads a body with both
-/// `Content-Length` and `Transfer-Encoding: chunked` as chunked and keeps the
-/// connection, takes the first of two lengths, keeps a name with a blank
-/// before its colon as a name of its own, joins a folded line into the name
-/// before it, cuts a value at a NUL byte, accepts a bare LF as a line end, a
-/// missing or repeated `Host`, and any target, blanks included, and waits
-/// for a body it cannot frame (`Transfer-Encoding: gzip`) until the idle
-/// timeout. `osv_scan_field` reads header lines where 0.9.75 keeps them.
+/// body is read, and its connection closed: libmicrohttpd 0.9.75 (Debian's)
+/// reads a body with both `Content-Length` and `Transfer-Encoding: chunked`
+/// as chunked and keeps the connection, takes the first of two lengths,
+/// keeps a name with a blank before its colon as a name of its own, joins a
+/// folded line to the name of the field before it, accepts a missing or
+/// repeated `Host`, and any target, blanks included, and waits for a body it
+/// cannot frame (`Transfer-Encoding: gzip`) until the idle timeout. The
+/// checks see only what its public API hands over: every header line it
+/// kept, in order, repeats included (`osv_check_field`).
+///
+/// What that API cannot show is left as libmicrohttpd reads it: a folded
+/// line joined to a name that stays a valid name (`X-A: one` + ` two` is
+/// the field `X-Atwo: one`; a framing field so joined is refused), a value
+/// cut at a NUL byte, a line ended by a bare LF.
 ///
 /// What it refuses itself, before the server sees the request, is answered
-/// by it (not problem+json), once: a malformed or too large single
-/// `Content-Length` (`400`, `413`), a NUL in a field name or after the
-/// version (`400`), a line without a colon (`400`), and a chunk line too
-/// long for the connection's memory, such as a 20 KB chunk extension (`400`).
+/// by it with an HTML page (not problem+json): a malformed or too large
+/// single `Content-Length` (`400`, `413`, with the answer's head sent
+/// twice), a NUL in a field name or after the version (`400`), a line
+/// without a colon (`400`), and a chunk line too long for the connection's
+/// memory, such as a 20 KB chunk extension (`500`).
 extension HTTPDaemon {
     /// Why a request with this head is refused (status and detail), or nil.
     static func framingRefusal(_ framing: osv_framing, isHTTP10: Bool) -> (status: Int, detail: String)? {

@@ -90,7 +90,7 @@ extension HTTPDaemon {
         if let refusal = context.refusal {
             return refuse(refusal, on: connection, context: context)
         }
-        let head = headerFields(connection, version: version)
+        let head = headerFields(connection)
         let framing = head.framing
         if let (status, detail) = Self.framingRefusal(framing, isHTTP10: context.isHTTP10) {
             return refuse(responder.refusal(status: status, detail: detail), on: connection, context: context)
@@ -195,14 +195,13 @@ extension HTTPDaemon {
     }
 
     /// The header fields as received, and what they say about the
-    /// request's framing, in one pass over libmicrohttpd's list.
-    private func headerFields(_ connection: OpaquePointer, version: UnsafePointer<CChar>?) -> RequestHead {
+    /// request's framing, in one pass over libmicrohttpd's list (every
+    /// header line it kept, in order, repeats included).
+    private func headerFields(_ connection: OpaquePointer) -> RequestHead {
         var head = RequestHead()
-        osv_begin_framing(&head.framing, version, 1)
         withUnsafeMutablePointer(to: &head) { head in
             _ = MHD_get_connection_values_n(connection, .HEADER_KIND, collectValue, UnsafeMutableRawPointer(head))
         }
-        osv_end_framing(&head.framing)
         return head
     }
 }

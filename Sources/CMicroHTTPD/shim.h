@@ -8,7 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "microhttpd.h"
+#include <microhttpd.h>
 #include <sys/epoll.h>
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
@@ -207,10 +207,10 @@ static inline uint64_t osv_received_bytes(int socket)
 }
 
 /* What a request's head says about how its body is framed, and whether its
-   lines are sound, gathered field by field in the one pass the server makes
-   over the header lines libmicrohttpd kept (every line, repeats included):
-   osv_begin_framing, osv_check_field for each, osv_end_framing.
-   HTTPDaemon+Framing.swift decides. */
+   lines are sound, gathered field by field from what libmicrohttpd's public
+   API hands over: MHD_get_connection_values_n gives every header line it
+   kept, in order, repeats included, and osv_check_field is called with each
+   (the struct starts zeroed). HTTPDaemon+Framing.swift decides. */
 struct osv_framing {
     unsigned int hosts;
     unsigned int content_lengths;
@@ -225,12 +225,11 @@ struct osv_framing {
     /* A field name with a byte that is no token character: whitespace
        before the colon, a space or a control character in the name. */
     int bad_name;
-    /* A line libmicrohttpd joined to the one before (folded), cut short at a
-       NUL byte, ended by a bare LF, or holding a CR. */
+    /* A value holding a CR, or a field whose name is Content-Length or
+       Transfer-Encoding with more after it: libmicrohttpd joins a folded
+       line to the name of the field before it (`Transfer-Encoding:` and
+       ` chunked` become `Transfer-Encodingchunked`). */
     int bad_line;
-    /* Where the text of the line before ended (scan state). */
-    const char *line_end;
-    int check_layout;
 };
 
 /* The bytes a field name may hold (RFC 9110 tchar). */
@@ -273,44 +272,14 @@ static inline int64_t osv_length_value(const char *value, size_t size)
     return length;
 }
 
-/* Starts reading the framing of the request whose HTTP version string is
-   `version` (the line before the first header line ends there);
-   `check_layout` only where the layout described in osv_check_field holds
-   (0.9.75). */
-static inline void osv_begin_framing(struct osv_framing *f, const char *version, int check_layout)
-{
-    memset(f, 0, sizeof *f);
-    f->check_layout = check_layout && version != NULL;
-    f->line_end = f->check_layout ? version + strlen(version) : NULL;
-}
-
 static inline void osv_check_field(struct osv_framing *f, const char *key, size_t key_size, const char *value, size_t value_size)
 {
-    if (value == NULL) { value = ""; value_size = 0; f->bad_line |= f->check_layout; }
+    if (value == NULL) { value = ""; value_size = 0; }
     unsigned char names = key_size != 0;
     for (size_t i = 0; i < key_size; i++) names &= osv_token_bytes[(unsigned char)key[i]];
     if (!names) f->bad_name = 1;
-    if (f->check_layout) {
-        /* libmicrohttpd 0.9.75 splits each line in place in its read buffer:
-           the name, a NUL where the colon was, blanks, the value, then NULs
-           where CR LF were, and the next line right after. A folded line it
-           joins into a copy of the name elsewhere; a NUL byte ends the value
-           early, and the rest of the line lies between it and the next. Both
-           pointers are into the connection's one memory pool, so the bytes
-           between them are readable. */
-        const char *after_name = key + key_size + 1;
-        if (value < after_name) {
-            f->bad_line = 1;
-        } else {
-            for (const char *p = after_name; p < value; p++) {
-                if (*p != ' ' && *p != '\t') { f->bad_line = 1; break; }
-            }
-        }
-        const char *end = f->line_end;
-        if (key != end + 2 || end[0] != 0 || end[1] != 0) f->bad_line = 1;
-        if (value_size != 0 && memchr(value, '\r', value_size) != NULL) f->bad_line = 1;
-        f->line_end = value + value_size;
-    }
+    /* A bare CR does not end a line for libmicrohttpd: it stays in the value. */
+    if (value_size != 0 && memchr(value, '\r', value_size) != NULL) f->bad_line = 1;
     if (key_size == 4 && osv_same_name(key, "host", 4)) {
         f->hosts++;
     } else if (key_size == 14 && osv_same_name(key, "content-length", 14)) {
@@ -327,16 +296,10 @@ static inline void osv_check_field(struct osv_framing *f, const char *key, size_
            cannot frame). */
         f->chunked = f->transfer_encodings == 0 && value_size == 7 && osv_same_name(value, "chunked", 7);
         f->transfer_encodings++;
-    }
-}
-
-/* After the last field: the last line ends in CR LF, and the empty line
-   after it in CR LF, four NULs (anything else was hidden behind a NUL). */
-static inline void osv_end_framing(struct osv_framing *f)
-{
-    if (f->check_layout) {
-        const char *end = f->line_end;
-        if (end[0] != 0 || end[1] != 0 || end[2] != 0 || end[3] != 0) f->bad_line = 1;
+    } else if ((key_size > 14 && osv_same_name(key, "content-length", 14))
+               || (key_size > 17 && osv_same_name(key, "transfer-encoding", 17))) {
+        /* A framing field with a folded line joined to its name. */
+        f->bad_line = 1;
     }
 }
 
