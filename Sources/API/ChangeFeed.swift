@@ -15,8 +15,8 @@ final class ChangeFeed: Sendable {
         let since: Int64?
         let limit: Int
         let coalesce: Bool
-        /// Headers every answer to this poll carries (CORS).
-        let headers: [(name: String, value: String)]
+        /// What finishes every answer to this poll (its headers, its count).
+        let context: AnswerContext
         let parked = Locked<ParkedConnection?>(nil)
         /// Set when its deadline passes (or the server stops): from then on
         /// a wake-up does not park it again.
@@ -38,29 +38,24 @@ final class ChangeFeed: Sendable {
             claimed.store(false, ordering: .releasing)
         }
 
-        init(observer: String, since: Int64?, limit: Int, coalesce: Bool, headers: [(name: String, value: String)]) {
+        init(observer: String, since: Int64?, limit: Int, coalesce: Bool, context: AnswerContext) {
             self.observer = observer
             self.since = since
             self.limit = limit
             self.coalesce = coalesce
-            self.headers = headers
+            self.context = context
         }
 
-        /// The poll's answer, finished as every answer is (`RouteContext.finish`);
-        /// counted by the caller, with the others woken at the same time.
+        /// The poll's answer given later, finished as every answer is.
         func finish(_ outcome: Result<HTTPResponse, any Error>) -> HTTPResponse {
-            RouteContext.finish(outcome, cors: headers, counter: nil)
+            context.finish(outcome)
         }
 
         var connection: ParkedConnection? { parked.withLock { $0 } }
     }
 
-    static let route = "/observers/:id/changes"
-
     let store: Store
     let metrics: Metrics
-    /// The feed route's request counter, found once.
-    let counter: Metrics.RouteCounter
     /// Weak: the daemon owns the responder that owns this feed.
     private let daemon = Locked(Weak<HTTPDaemon>())
     /// Most event streams one client may hold open.
@@ -74,7 +69,6 @@ final class ChangeFeed: Sendable {
         self.store = store
         self.metrics = metrics
         self.maxStreamsPerClient = maxStreamsPerClient
-        counter = metrics.counter(for: Self.route)
     }
 
     func attach(_ daemon: HTTPDaemon) {
@@ -85,18 +79,16 @@ final class ChangeFeed: Sendable {
 
     /// Answers a poll now, or parks it for up to `timeout`.
     func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, repair: Bool = false, timeout: Duration,
-              headers: [(name: String, value: String)], connection: Connection) throws -> Reply
+              context: AnswerContext, connection: Connection) throws -> Reply
     {
         // Without `since`, the cursor last answered through any instance.
         var saved: Int64?
         if since == nil { saved = try store.refreshCursor(of: observer) }
-        let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
+        let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, context: context)
         let park: (() -> (any ChangeWaiter)?)? = timeout > .zero ? {
             guard let parked = connection.park(timeout: timeout, onDeadline: { [self] in
                 waiter.expired.store(true, ordering: .releasing)
-                guard let response = self.answerAtDeadline(waiter) else { return nil }
-                counter.record(response.status)
-                return response
+                return self.answerAtDeadline(waiter)
             }) else { return nil }
             waiter.parked.withLock { $0 = parked }
             return waiter
@@ -120,14 +112,14 @@ final class ChangeFeed: Sendable {
             // Past retention: the current value of everything it reads, at once.
             let repaired = try store.repair(observer, since: since ?? registry.cursor(of: observer) ?? 0)
             try store.saveCursors([(observer, repaired.cursor)])
-            return .response(waiter.finish(.success(Self.feedResponse(repaired.changes, cursor: repaired.cursor))))
+            return .response(Self.feedResponse(repaired.changes, cursor: repaired.cursor))
         case .changes(_, let cursor):
             // The next poll may come through another instance, without
             // `since`: saved, unless it is the one just read back.
             if cursor != saved { try store.saveCursors([(observer, cursor)]) }
-            return .response(waiter.finish(Self.response(for: result)))
+            return .response(try Self.response(for: result).get())
         default:
-            return .response(waiter.finish(Self.response(for: result)))
+            return .response(try Self.response(for: result).get())
         }
     }
 
@@ -175,15 +167,15 @@ final class ChangeFeed: Sendable {
             guard let result = answer else { continue }
             if case .parked = result { continue }
             if sharing, case .changes(_, let cursor) = result { cursors.append((poll.observer, cursor)) }
-            if case .changes(let changes, let cursor) = result, poll.headers.isEmpty {
+            if case .changes(let changes, let cursor) = result, poll.context.headers.isEmpty {
                 let key = SameAnswer(cursor: cursor, seqs: changes.map(\.seq), coalesce: poll.coalesce)
                 if let index = same.index(forKey: key) {
                     same.values[index].share()
-                    answers.append((connection, same.values[index]))
+                    answers.append((connection, poll.finish(.success(same.values[index]))))
                 } else {
                     let response = Self.feedResponse(changes, cursor: cursor)
                     same[key] = response
-                    answers.append((connection, response))
+                    answers.append((connection, poll.finish(.success(response))))
                 }
                 continue
             }
@@ -217,7 +209,6 @@ final class ChangeFeed: Sendable {
 
     func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
         guard !answers.isEmpty, let daemon = daemon.withLock({ $0.object }) else { return }
-        counter.record(answers.lazy.map { $0.1.status })
         daemon.resume(answers)
     }
 
