@@ -36,7 +36,7 @@ extension ChangeFeed {
     /// query or `Last-Event-ID`; nil: the observer's cursor), for `client`
     /// (nil: one counted toward no client's quota).
     func stream(_ observer: String, since: Int64?, coalesce: Bool, repair: Bool,
-                headers: [(name: String, value: String)], connection: Connection, client: String? = nil) throws -> Reply
+                context: AnswerContext, connection: Connection, client: String? = nil) throws -> Reply
     {
         // The resume point is checked before the answer's headers go out.
         let checked: (cursor: Int64, gone: Int64?)
@@ -51,13 +51,12 @@ extension ChangeFeed {
                 429, "this client has \(maxStreamsPerClient) event streams open, the most one client may hold (--max-streams-per-client): close one first",
                 headers: [("Retry-After", String(Self.streamRetryAfter))])
         }
-        var streamHeaders = headers
-        streamHeaders.append(("Content-Type", "text/event-stream"))
-        streamHeaders.append(("Cache-Control", "no-store"))
         // Proxies that buffer (nginx) pass the events on at once.
-        streamHeaders.append(("X-Accel-Buffering", "no"))
+        let head = HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
+                                                       ("X-Accel-Buffering", "no")])
         let holder = Locked<StreamingPoll?>(nil)
-        guard let stream = connection.openStream(headers: streamHeaders, initial: Array(": observing \(observer)\n\n".utf8), onDrained: { [weak self] in
+        // The opening is finished (and counted) as every answer is.
+        guard let stream = connection.openStream(head: { context.finish(.success(head)) }, initial: Array(": observing \(observer)\n\n".utf8), onDrained: { [weak self] in
             // The client took what it was behind on: on with the rest.
             guard let self, let poll = holder.withLock({ $0 }) else { return }
             if let cursor = self.deliver(poll) { self.saveCursors([(observer, cursor)]) }
@@ -70,7 +69,6 @@ extension ChangeFeed {
             if let client { streamEnded(of: observer, for: client) }
             throw APIError(503, "the server is stopping")
         }
-        metrics.recordRequest(route: Self.route, status: 200)
         let poll = StreamingPoll(observer: observer, cursor: checked.cursor, coalesce: coalesce, stream: stream)
         holder.withLock { $0 = poll }
         if let oldest = checked.gone {

@@ -9,33 +9,28 @@ import Concurrency
 /// parked polls when a change they read is committed.
 final class ChangeFeed: Sendable {
     /// A parked `changes` request: the registry keeps its state (claimed,
-    /// expired), this its connection and its answer's headers.
+    /// expired), this its connection and what finishes its answer.
     final class ParkedPoll: PollWaiter, @unchecked Sendable {
-        // Safe to share: `headers` is set once, `parked` is locked.
-        /// Headers every answer to this poll carries (CORS).
-        let headers: [(name: String, value: String)]
+        // Safe to share: `context` is set once, `parked` is locked.
+        /// What finishes every answer to this poll (its headers, its count).
+        let context: AnswerContext
         let parked = Locked<ParkedConnection?>(nil)
 
-        init(observer: String, since: Int64?, limit: Int, coalesce: Bool, headers: [(name: String, value: String)]) {
-            self.headers = headers
+        init(observer: String, since: Int64?, limit: Int, coalesce: Bool, context: AnswerContext) {
+            self.context = context
             super.init(observer: observer, since: since, limit: limit, coalesce: coalesce)
         }
 
-        /// The poll's answer, finished as every answer is (`RouteContext.finish`);
-        /// counted by the caller, with the others woken at the same time.
+        /// The poll's answer given later, finished as every answer is.
         func finish(_ outcome: Result<HTTPResponse, any Error>) -> HTTPResponse {
-            RouteContext.finish(outcome, cors: headers, counter: nil)
+            context.finish(outcome)
         }
 
         var connection: ParkedConnection? { parked.withLock { $0 } }
     }
 
-    static let route = "/observers/:id/changes"
-
     let store: Store
     let metrics: Metrics
-    /// The feed route's request counter, found once.
-    let counter: Metrics.RouteCounter
     /// Weak: the daemon owns the responder that owns this feed.
     private let daemon = Locked(Weak<HTTPDaemon>())
     /// Most event streams one client may hold open.
@@ -49,7 +44,6 @@ final class ChangeFeed: Sendable {
         self.store = store
         self.metrics = metrics
         self.maxStreamsPerClient = maxStreamsPerClient
-        counter = metrics.counter(for: Self.route)
     }
 
     func attach(_ daemon: HTTPDaemon) {
@@ -64,12 +58,12 @@ final class ChangeFeed: Sendable {
     /// checked again as its waiter registers, so that a change committed
     /// in between answers it.
     func poll(_ observer: String, since: Int64?, limit: Int, coalesce: Bool, repair: Bool = false, timeout: Duration,
-              headers: [(name: String, value: String)], connection: Connection) throws -> Reply
+              context: AnswerContext, connection: Connection) throws -> Reply
     {
         // Without `since`, the cursor last answered through any instance.
         var saved: Int64?
         if since == nil { saved = try store.refreshCursor(of: observer) }
-        let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, headers: headers)
+        let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, context: context)
         // A poll is the observer's consumer: a stream open for it ends, in
         // the same operation as the poll, parked or delivering now (it
         // stops before its next answer).
@@ -79,9 +73,7 @@ final class ChangeFeed: Sendable {
         if case .nothingYet = result {
             let parked = connection.park(timeout: timeout, onDeadline: { [self] in
                 waiter.expire()
-                guard let response = self.answerAtDeadline(waiter) else { return nil }
-                counter.record(response.status)
-                return response
+                return self.answerAtDeadline(waiter)
             })
             if let parked { waiter.parked.withLock { $0 = parked } }
             (result, displaced, ended) = feed.poll(observer, since: since, limit: limit, coalesce: coalesce, now: ServerClock.wallSeconds,
@@ -95,23 +87,27 @@ final class ChangeFeed: Sendable {
             if let parked {
                 // Parked, then answered by what came in between: through
                 // the parked connection, claimed for this.
-                let response: HTTPResponse
+                let outcome: Result<HTTPResponse, any Error>
                 do {
-                    response = try answer(result, of: waiter, repair: repair, saved: saved)
+                    outcome = try answer(result, of: waiter, repair: repair, saved: saved)
                 } catch {
-                    response = waiter.finish(.failure(error))
+                    outcome = .failure(error)
                 }
-                resume([(parked, response)])
+                resume([(parked, waiter.finish(outcome))])
                 return .parked
             }
         } else if !givingWay.isEmpty {
             giveWay(givingWay.map { (observer, $0) })
         }
-        return .response(try answer(result, of: waiter, repair: repair, saved: saved))
+        return .response(try answer(result, of: waiter, repair: repair, saved: saved).get())
     }
 
-    /// The answer to a poll answered at once (not parked).
-    private func answer(_ result: ObservationRegistry.Poll, of waiter: ParkedPoll, repair: Bool, saved: Int64?) throws -> HTTPResponse {
+    /// The answer to a poll not parked, or why there is none: not finished
+    /// yet (the pipeline finishes it, or `ParkedPoll.finish` where it was
+    /// parked before it was answered).
+    private func answer(_ result: ObservationRegistry.Poll, of waiter: ParkedPoll, repair: Bool,
+                        saved: Int64?) throws -> Result<HTTPResponse, any Error>
+    {
         let observer = waiter.observer
         // Answered at once: a stream of it open on another instance ends,
         // as one open here did.
@@ -121,14 +117,14 @@ final class ChangeFeed: Sendable {
             // Past retention: the current value of everything it reads, at once.
             let repaired = try store.repair(observer, since: waiter.since ?? feed.cursor(of: observer) ?? 0)
             try store.saveCursors([(observer, repaired.cursor)])
-            return waiter.finish(.success(Self.feedResponse(repaired.changes, cursor: repaired.cursor)))
+            return .success(Self.feedResponse(repaired.changes, cursor: repaired.cursor))
         case .changes(_, let cursor):
             // The next poll may come through another instance, without
             // `since`: saved, unless it is the one just read back.
             if cursor != saved { try store.saveCursors([(observer, cursor)]) }
-            return waiter.finish(Self.response(for: result))
+            return Self.response(for: result)
         default:
-            return waiter.finish(Self.response(for: result))
+            return Self.response(for: result)
         }
     }
 
@@ -176,15 +172,15 @@ final class ChangeFeed: Sendable {
             guard let result = answer else { continue }
             if case .parked = result { continue }
             if sharing, case .changes(_, let cursor) = result { cursors.append((poll.observer, cursor)) }
-            if case .changes(let changes, let cursor) = result, poll.headers.isEmpty {
+            if case .changes(let changes, let cursor) = result, poll.context.headers.isEmpty {
                 let key = SameAnswer(cursor: cursor, seqs: changes.map(\.seq), coalesce: poll.coalesce)
                 if let index = same.index(forKey: key) {
                     same.values[index].share()
-                    answers.append((connection, same.values[index]))
+                    answers.append((connection, poll.finish(.success(same.values[index]))))
                 } else {
                     let response = Self.feedResponse(changes, cursor: cursor)
                     same[key] = response
-                    answers.append((connection, response))
+                    answers.append((connection, poll.finish(.success(response))))
                 }
                 continue
             }
@@ -218,7 +214,6 @@ final class ChangeFeed: Sendable {
 
     func resume(_ answers: [(ParkedConnection, HTTPResponse)]) {
         guard !answers.isEmpty, let daemon = daemon.withLock({ $0.object }) else { return }
-        counter.record(answers.lazy.map { $0.1.status })
         daemon.resume(answers)
     }
 

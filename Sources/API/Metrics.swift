@@ -4,8 +4,9 @@ import Synchronization
 
 /// Request counters for `/metrics`, in the Prometheus text format.
 public final class Metrics: Sendable {
-    /// The answers of one route, by status: a route's handler counts into
-    /// its own, found once when the routes are built, not per request.
+    /// The answers of one route, by status, counted by the answer
+    /// pipeline (`RequestMetrics`); found once when the routes are built,
+    /// not per request.
     final class RouteCounter: Sendable {
         let route: String
         private let counts = Locked<[(status: Int, count: Int)]>([])
@@ -16,13 +17,6 @@ public final class Metrics: Sendable {
 
         func record(_ status: Int) {
             counts.withLock { Self.add(status, to: &$0) }
-        }
-
-        /// Counts a batch of answers under one hold of the lock.
-        func record(_ statuses: some Sequence<Int>) {
-            counts.withLock { counts in
-                for status in statuses { Self.add(status, to: &counts) }
-            }
         }
 
         private static func add(_ status: Int, to counts: inout [(status: Int, count: Int)]) {
@@ -49,10 +43,6 @@ public final class Metrics: Sendable {
             routes[route] = counter
             return counter
         }
-    }
-
-    public func recordRequest(route: String, status: Int) {
-        counter(for: route).record(status)
     }
 
     func recordWakeups(_ count: Int) {

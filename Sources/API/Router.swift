@@ -1,49 +1,44 @@
 import HTTPServer
 
 /// What a route handler sees: the request, the path parameters, and the
-/// connection (to park a long-poll).
+/// connection (to park a long-poll); and, as the answer pipeline's stages
+/// go through it, what they learn of the request.
 public struct RouteContext: Sendable {
     public let request: HTTPRequest
-    public let parameters: [String: String]
+    public internal(set) var parameters: [String: String] = [:]
     public let connection: Connection
     /// The route's pattern, e.g. `/truck/donuts/:id`.
-    public let route: String
-    /// CORS headers for this request's origin; an answer sent later (a
-    /// parked long-poll) carries them too.
-    public let corsHeaders: [(name: String, value: String)]
-    /// Where the route's answers are counted.
-    let counter: Metrics.RouteCounter
+    public internal(set) var route = ""
+    /// Who may call the route (set by routing, checked by `AccessCheck`).
+    var access = RouteAccess.open
+    /// What finishes every answer to the request, given now or later.
+    var answer: AnswerContext
+
+    init(request: HTTPRequest, connection: Connection, answer: AnswerContext) {
+        self.request = request
+        self.connection = connection
+        self.answer = answer
+    }
 
     public func parameter(_ name: String) -> String {
         parameters[name] ?? ""
     }
 
     /// Finishes an answer given later, when a read or a write waited with
-    /// its connection suspended, as `finish` does one given now.
+    /// its connection suspended, as the pipeline finishes one given now.
     func finish(_ outcome: Result<HTTPResponse, any Error>) -> HTTPResponse {
-        Self.finish(outcome, cors: corsHeaders, counter: counter)
+        answer.finish(outcome)
     }
 
-    /// Where every answer of the API is finished, given now or later: a
-    /// failure becomes its problem+json (`Problem.response(for:)`), the
-    /// request origin's CORS headers are added, and the answer is counted
-    /// under its route (`counter` nil: counted by the caller, as the
-    /// change feed counts the polls it wakes together).
-    static func finish(_ outcome: Result<HTTPResponse, any Error>, cors: [(name: String, value: String)],
-                       counter: Metrics.RouteCounter?) -> HTTPResponse
-    {
-        var response: HTTPResponse
-        switch outcome {
-        case .success(let answer): response = answer
-        case .failure(let error): response = Problem.response(for: error)
-        }
-        for header in cors { response.setHeader(header.name, header.value) }
-        counter?.record(response.status)
-        return response
+    /// Adds a header to every answer to the request, given now or later.
+    mutating func carry(_ name: String, _ value: String) {
+        answer.headers.append((name, value))
     }
 }
 
-public typealias RouteHandler = @Sendable (RouteContext) throws -> Reply
+/// A route's handler; it may add to the context what its answers carry
+/// (`RouteContext.carry`).
+public typealias RouteHandler = @Sendable (inout RouteContext) throws -> Reply
 
 /// Who may call a route when tokens are configured (see `AccessPolicy`).
 public enum RouteAccess: Sendable {
@@ -95,12 +90,13 @@ public final class Router {
             RouterResponder.Route(pattern: $0.pattern, segments: $0.segments,
                                   handlers: $0.handlers.map { (method: $0.key, access: $0.value.access, handler: $0.value.handler) },
                                   counter: metrics.counter(for: $0.pattern))
-        }, metrics: metrics, policy: policy)
+        }, metrics: metrics, pipeline: AnswerPipeline(policy: policy, metrics: metrics))
     }
 }
 
-/// Dispatches a request to its route's handler and turns thrown errors into
-/// problem+json answers, in one place.
+/// Finds a request's route and has the answer pipeline take the request
+/// to its handler; the daemon's own refusals are finished by the same
+/// pipeline.
 public struct RouterResponder: HTTPResponder {
     struct Route: Sendable {
         let pattern: String
@@ -117,8 +113,7 @@ public struct RouterResponder: HTTPResponder {
     }
 
     let routes: [Route]
-    let metrics: Metrics
-    let policy: AccessPolicy
+    let pipeline: AnswerPipeline
     /// Routes without parameters by their path, for the paths that no
     /// earlier route also matches: found without splitting the path.
     let literalRoutes: [String: Int]
@@ -127,10 +122,9 @@ public struct RouterResponder: HTTPResponder {
     /// Every method some route allows, for `OPTIONS *`.
     let allMethods: String
 
-    init(routes: [Route], metrics: Metrics, policy: AccessPolicy) {
+    init(routes: [Route], metrics: Metrics, pipeline: AnswerPipeline) {
         self.routes = routes
-        self.metrics = metrics
-        self.policy = policy
+        self.pipeline = pipeline
         unmatched = metrics.counter(for: "unmatched")
         var literalRoutes: [String: Int] = [:]
         for (index, route) in routes.enumerated() {
@@ -146,73 +140,67 @@ public struct RouterResponder: HTTPResponder {
         allMethods = Set(routes.flatMap(\.methods) + ["OPTIONS"]).sorted().joined(separator: ", ")
     }
 
-    /// problem+json, as every error of the API.
-    public func refusal(status: Int, detail: String) -> HTTPResponse {
-        Problem.response(for: APIError(status, detail))
+    /// problem+json, as every error of the API, finished as every answer is.
+    public func refusal(status: Int, detail: String, request: HTTPRequest?) -> HTTPResponse {
+        pipeline.refusal(status: status, detail: detail, request: request)
     }
 
-    /// What routing decided: an answer now (or the failure it is), counted
-    /// under `counter`, or a connection left waiting.
-    private enum Routed {
-        case answer(Result<HTTPResponse, any Error>, Metrics.RouteCounter)
-        case parked
+    /// Where routing leads: a route's handler, or an answer of its own.
+    private enum Endpoint {
+        case handler(RouteHandler)
+        case answer(Result<HTTPResponse, any Error>)
     }
 
     public func respond(to request: HTTPRequest, connection: Connection) -> Reply {
-        let cors = policy.corsHeaders(for: request)
-        switch route(request, connection: connection, cors: cors) {
-        case .answer(let outcome, let counter):
-            return .response(RouteContext.finish(outcome, cors: cors, counter: counter))
-        case .parked:
-            return .parked
+        var context = RouteContext(request: request, connection: connection, answer: pipeline.context(for: request, counter: unmatched))
+        let endpoint = route(request, context: &context)
+        return pipeline.respond(request, context: &context) { context in
+            switch endpoint {
+            case .handler(let handler): return try handler(&context)
+            case .answer(let outcome): return .response(try outcome.get())
+            }
         }
     }
 
-    private func route(_ request: HTTPRequest, connection: Connection, cors: [(name: String, value: String)]) -> Routed {
+    private func route(_ request: HTTPRequest, context: inout RouteContext) -> Endpoint {
         let path = request.path
         let trailingSlash = path.utf8.count > 1 && path.utf8.last == UInt8(ascii: "/")
         if let index = literalRoutes[trailingSlash ? String(path.dropLast()) : path] {
-            return dispatch(request, to: routes[index], parameters: [:], connection: connection, cors: cors)
+            return dispatch(request, to: routes[index], parameters: [:], context: &context)
         }
         if path.utf8.first == UInt8(ascii: "*") {
             // `OPTIONS *` (the only request the daemon lets through without a path): the server's methods.
-            return .answer(.success(HTTPResponse(status: 204, headers: [("Allow", allMethods)])), unmatched)
+            return .answer(.success(HTTPResponse(status: 204, headers: [("Allow", allMethods)])))
         }
         let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let segments = parts.last == "" ? Array(parts.dropLast()) : Array(parts)
         for route in routes {
             guard let parameters = Self.match(route.segments, segments) else { continue }
-            return dispatch(request, to: route, parameters: parameters, connection: connection, cors: cors)
+            return dispatch(request, to: route, parameters: parameters, context: &context)
         }
-        return .answer(.failure(APIError(404, "No resource at \(request.path)")), unmatched)
+        return .answer(.failure(APIError(404, "No resource at \(request.path)")))
     }
 
-    private func dispatch(_ request: HTTPRequest, to route: Route, parameters: [String: String], connection: Connection,
-                          cors: [(name: String, value: String)]) -> Routed
-    {
+    /// The route's handler for the request's method, its access noted for
+    /// `AccessCheck`; or, for a CORS preflight or a method the route does
+    /// not allow, the answer (given to anyone).
+    private func dispatch(_ request: HTTPRequest, to route: Route, parameters: [String: String], context: inout RouteContext) -> Endpoint {
+        context.route = route.pattern
+        context.parameters = parameters
+        context.answer.counter = route.counter
         let method = request.method == "HEAD" ? "GET" : request.method
-        if method == "OPTIONS", !cors.isEmpty {
+        // Before any handler adds to them, the headers its answers carry are
+        // those of an allowed origin.
+        if method == "OPTIONS", !context.answer.headers.isEmpty {
             // A CORS preflight from an allowed origin.
-            let response = HTTPResponse(status: 204, headers: AccessPolicy.preflightHeaders(methods: route.methods))
-            return .answer(.success(response), route.counter)
+            return .answer(.success(HTTPResponse(status: 204, headers: AccessPolicy.preflightHeaders(methods: route.methods))))
         }
         guard let (_, access, handler) = route.handlers.first(where: { $0.method == method }) else {
             return .answer(.failure(APIError(405, "\(request.method) is not allowed on \(request.path)",
-                                             headers: [("Allow", route.methods.joined(separator: ", "))])), route.counter)
+                                             headers: [("Allow", route.methods.joined(separator: ", "))])))
         }
-        if let denied = policy.deny(request, access: access) {
-            return .answer(.failure(denied), route.counter)
-        }
-        let context = RouteContext(request: request, parameters: parameters, connection: connection, route: route.pattern,
-                                   corsHeaders: cors, counter: route.counter)
-        do {
-            switch try handler(context) {
-            case .response(let response): return .answer(.success(response), route.counter)
-            case .parked: return .parked
-            }
-        } catch {
-            return .answer(.failure(error), route.counter)
-        }
+        context.access = access
+        return .handler(handler)
     }
 
     static func match(_ pattern: [Router.Segment], _ segments: [Substring]) -> [String: String]? {

@@ -29,8 +29,8 @@ extension ObservableAPI {
     private func add(_ read: Read, to router: Router) {
         router.get(read.pattern) { [self] context in
             let query = context.request.query
-            return try self.read(context, fields: read.selectableFields) { state, selection in
-                try read.render(ReadInput(parameters: context.parameters, query: { query[$0] }, selection: selection), state)
+            return try self.read(context, fields: read.selectableFields) { [parameters = context.parameters] state, selection in
+                try read.render(ReadInput(parameters: parameters, query: { query[$0] }, selection: selection), state)
             }
         }
     }

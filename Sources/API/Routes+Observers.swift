@@ -88,22 +88,22 @@ extension ObservableAPI {
                 }
                 if since == nil { try store.refreshCursor(of: id) }
                 return try feed.stream(id, since: since, coalesce: coalesce, repair: repair,
-                                   headers: context.corsHeaders, connection: context.connection, client: clients.client(of: context))
+                                   context: context.answer, connection: context.connection, client: clients.client(of: context))
             }
             // `Prefer: wait=N` (RFC 7240) is `timeout=N`; the query wins.
-            var headers = context.corsHeaders
             let timeout: Duration
             if let text = query["timeout"] {
                 timeout = try Self.seconds(text, "timeout", max: limits.maxLongPoll)
             } else if let wait = Self.preferredWait(request.header("Prefer")) {
                 let applied = min(wait, limits.maxLongPoll)
                 timeout = .seconds(applied)
-                headers.append(("Preference-Applied", "wait=\(applied)"))
+                // On every answer to the poll, given now or when it wakes.
+                context.carry("Preference-Applied", "wait=\(applied)")
             } else {
                 timeout = .seconds(limits.defaultLongPoll)
             }
             return try feed.poll(id, since: since, limit: Int(limit), coalesce: coalesce, repair: repair,
-                             timeout: timeout, headers: headers, connection: context.connection)
+                             timeout: timeout, context: context.answer, connection: context.connection)
         }
     }
 

@@ -267,13 +267,15 @@ public final class EventStream: @unchecked Sendable {
 }
 
 extension Connection {
-    /// Answers this request with `status` and `headers` at once and keeps
-    /// the connection open as an `EventStream`, first sending `initial`.
-    /// Returns nil when the server is stopping (answer normally then). After
-    /// opening, the responder must return `.parked`.
-    public func openStream(status: Int = 200, headers: [(name: String, value: String)], initial: [UInt8],
+    /// Answers this request with `head`'s status and headers at once (its
+    /// body is not sent) and keeps the connection open as an `EventStream`,
+    /// first sending `initial`. `head` is asked for only when the stream
+    /// opens: it returns nil, `head` unasked, when the server is stopping
+    /// (answer normally then). After opening, the responder must return
+    /// `.parked`.
+    public func openStream(head: () -> HTTPResponse, initial: [UInt8],
                            onDrained: @escaping @Sendable () -> Void, onEnd: @escaping @Sendable () -> Void) -> EventStream?
     {
-        daemon.openStream(pointer, context: context, status: status, headers: headers, initial: initial, onDrained: onDrained, onEnd: onEnd)
+        daemon.openStream(pointer, context: context, head: head, initial: initial, onDrained: onDrained, onEnd: onEnd)
     }
 }

@@ -21,7 +21,8 @@ extension HTTPDaemon {
             return
         }
         var refusal = responder.refusal(
-            status: 429, detail: "This address holds \(connections.limitPerAddress) connections already, the most one address may hold.")
+            status: 429, detail: "This address holds \(connections.limitPerAddress) connections already, the most one address may hold.",
+            request: nil)
         refusal.setHeader("Retry-After", "1")
         refusal.write(closingTo: socket)
         shutdown(socket, Int32(SHUT_RDWR))
@@ -53,8 +54,10 @@ extension HTTPDaemon {
     /// than the request timeout, outside the table's lock, each once.
     func cutOverdueRequests(now: ServerClock.Instant) {
         guard let overdue = connections.overdue(now: now), !overdue.isEmpty else { return }
-        let refusal = responder.refusal(status: 408, detail: "The request was not received within \(configuration.requestTimeout) seconds.")
-        for connection in overdue { connection.cut(with: refusal) }
+        for connection in overdue {
+            connection.cut { responder.refusal(status: 408, detail: "The request was not received within \(configuration.requestTimeout) seconds.",
+                                               request: nil) }
+        }
         logger.notice("cut \(overdue.count) connection(s) sending a request for longer than \(configuration.requestTimeout) s")
     }
 }

@@ -31,7 +31,7 @@ extension HTTPDaemon {
                 // written here and the connection closed.
                 context.body = []
                 context.answered = true
-                if requestIsIn(connection) { bodyTooLarge.write(closingTo: osv_connection_fd(connection)) }
+                if requestIsIn(connection) { refusal(bodyTooLarge, of: context).write(closingTo: osv_connection_fd(connection)) }
                 return .NO
             }
             if let uploadData {
@@ -87,30 +87,38 @@ extension HTTPDaemon {
         context.start(method: method, url: path ?? String(cString: url))
         context.isHTTP10 = version.map { strcmp($0, "HTTP/1.0") == 0 } ?? false
         inFlight.add(1, ordering: .relaxed)
+        // Read first, refused or not: a refusal is answered as any answer
+        // to its request (its origin's CORS headers).
+        let head = headerFields(connection)
+        context.fields = head.values
         if let refusal = context.refusal {
             return refuse(refusal, on: connection, context: context)
         }
-        let head = headerFields(connection)
         let framing = head.framing
-        if let (status, detail) = Self.framingRefusal(framing, isHTTP10: context.isHTTP10) {
-            return refuse(responder.refusal(status: status, detail: detail), on: connection, context: context)
+        if let refusal = Self.framingRefusal(framing, isHTTP10: context.isHTTP10) {
+            return refuse(refusal, on: connection, context: context)
         }
         if path == nil {
-            return refuse(responder.refusal(
-                status: 400, detail: "The request target is neither a path (/…), nor an absolute URL (http://host/…), nor * for OPTIONS."),
+            return refuse((400, "The request target is neither a path (/…), nor an absolute URL (http://host/…), nor * for OPTIONS."),
                           on: connection, context: context)
         }
         // An announced oversize body is refused before it is read.
         if framing.content_lengths > 0, framing.content_length > UInt64(configuration.maxBody) {
             return refuse(bodyTooLarge, on: connection, context: context)
         }
-        context.fields = head.values
         return .YES
     }
 
     /// `413` for a body over the limit.
-    private var bodyTooLarge: HTTPResponse {
-        responder.refusal(status: 413, detail: "The request body exceeds \(configuration.maxBody) bytes.")
+    private var bodyTooLarge: (status: Int, detail: String) {
+        (413, "The request body exceeds \(configuration.maxBody) bytes.")
+    }
+
+    /// The responder's answer to a request the daemon refuses (asked once
+    /// for each refusal sent), with what was read of the request.
+    private func refusal(_ refusal: (status: Int, detail: String), of context: RequestContext) -> HTTPResponse {
+        let request = HTTPRequest(method: context.method, path: context.url, query: context.query, fields: context.fields, body: [])
+        return responder.refusal(status: refusal.status, detail: refusal.detail, request: request)
     }
 
     /// `response`, closing its connection.
@@ -121,9 +129,9 @@ extension HTTPDaemon {
     }
 
     /// Answers a request before its body is read, and closes its connection.
-    private func refuse(_ refusal: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+    private func refuse(_ refusal: (status: Int, detail: String), on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
         guard requestIsIn(connection) else { return .NO }
-        return send(closing(refusal), on: connection, context: context)
+        return send(closing(self.refusal(refusal, of: context)), on: connection, context: context)
     }
 
     /// Called with a request's target (path and query, as sent) before
@@ -139,8 +147,7 @@ extension HTTPDaemon {
             // libmicrohttpd takes what lies between the method and the
             // version as the target, blanks and all (`GET /a b HTTP/1.1`).
             let context = RequestContext()
-            context.refusal = responder.refusal(
-                status: 400, detail: "The request target contains whitespace or a control character.")
+            context.refusal = (400, "The request target contains whitespace or a control character.")
             // libmicrohttpd parses no parameter of it either.
             if let mark = strchr(target, Int32(UInt8(ascii: "?"))) { (mark + 1).pointee = 0 }
             return Unmanaged.passRetained(context).toOpaque()
@@ -152,7 +159,7 @@ extension HTTPDaemon {
             // connection closed soon if the hidden query overflows the pool.
             osv_set_connection_timeout(connection, 1)
             let context = RequestContext()
-            context.refusal = responder.refusal(status: 400, detail: "The request target contains a NUL byte.")
+            context.refusal = (400, "The request target contains a NUL byte.")
             return Unmanaged.passRetained(context).toOpaque()
         }
         let query = mark + 1
@@ -160,8 +167,7 @@ extension HTTPDaemon {
         if let parameters = QueryString.parameters(query, limit: configuration.maxQueryParameters) {
             context.query = parameters
         } else {
-            context.refusal = responder.refusal(
-                status: 414, detail: "A query may have at most \(configuration.maxQueryParameters) parameters.")
+            context.refusal = (414, "A query may have at most \(configuration.maxQueryParameters) parameters.")
         }
         // libmicrohttpd parses the text after the `?` once this returns:
         // ended here, it is empty.
@@ -221,9 +227,9 @@ final class RequestContext: @unchecked Sendable {
     private(set) var isStarted = false
     /// Read off the target before libmicrohttpd parses it (`takeQuery`).
     var query: [String: String] = [:]
-    /// The answer to a request refused from its target alone, sent once its
-    /// headers are in.
-    var refusal: HTTPResponse?
+    /// Why a request is refused from its target alone (status and detail),
+    /// answered once its headers are in.
+    var refusal: (status: Int, detail: String)?
     /// The header fields, from the first call until the request is handed on.
     var fields: [HeaderField] = []
     var body: [UInt8] = []

@@ -241,10 +241,11 @@ public final class HTTPDaemon: Sendable {
         return parked
     }
 
-    func openStream(_ connection: ConnectionPointer, context: RequestContext, status: Int, headers: [(name: String, value: String)],
+    func openStream(_ connection: ConnectionPointer, context: RequestContext, head: () -> HTTPResponse,
                     initial: [UInt8], onDrained: @escaping @Sendable () -> Void, onEnd: @escaping @Sendable () -> Void) -> EventStream?
     {
         guard !stopping.load(ordering: .acquiring) else { return nil }
+        let head = head()
         let chunked = !context.isHTTP10
         let stream = EventStream(connection: connection, id: nextParkID.add(1, ordering: .relaxed).oldValue, daemon: self, chunked: chunked,
                                  onDrained: onDrained, onEnd: onEnd)
@@ -252,7 +253,7 @@ public final class HTTPDaemon: Sendable {
         context.answered = true
         context.stream = stream
         // Written and suspended when the responder is done (`handle`).
-        stream.prepare(head: EventStream.head(status: status, headers: headers, chunked: chunked), initial: initial)
+        stream.prepare(head: EventStream.head(status: head.status, headers: head.headers, chunked: chunked), initial: initial)
         return stream
     }
 
@@ -275,7 +276,7 @@ public final class HTTPDaemon: Sendable {
         }
         // Not in the parking lot: no deadline, and `stop` does not answer it.
         let parked = ParkedConnection(id: 0, connection: connection, deadline: ServerClock.now, onDeadline: {
-            self.responder.refusal(status: 503, detail: "The server stopped before the answer was ready.")
+            self.responder.refusal(status: 503, detail: "The server stopped before the answer was ready.", request: nil)
         })
         MHD_suspend_connection(connection.raw)
         context.parked = parked

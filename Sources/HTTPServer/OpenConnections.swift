@@ -195,11 +195,12 @@ final class OpenConnection: Sendable {
     }
 
     /// Writes `refusal` and shuts the socket, which libmicrohttpd then sees
-    /// closed (and closes); nothing once libmicrohttpd has closed it.
-    func cut(with refusal: HTTPResponse) {
+    /// closed (and closes); nothing (`refusal` not asked for) once
+    /// libmicrohttpd has closed it.
+    func cut(with refusal: () -> HTTPResponse) {
         socketState.withLock { socket in
             guard socket.isOpen else { return }
-            refusal.write(closingTo: self.socket)
+            refusal().write(closingTo: self.socket)
             shutdown(self.socket, Int32(SHUT_RDWR))
         }
     }

@@ -65,6 +65,51 @@ import Testing
         #expect(try connection.receive().header("Access-Control-Allow-Origin") == "https://dash.example")
     }
 
+    /// The daemon's own refusals, given before any route sees the request,
+    /// are finished as every answer is: with an allowed origin's CORS
+    /// headers, and counted in `/metrics` (as `refused`).
+    @Test func theDaemonsOwnRefusalsCarryTheCORSHeadersAndAreCounted() throws {
+        let server = try TestServer {
+            $0.access = AccessPolicy(corsOrigins: ["https://dash.example"])
+            $0.http.maxBody = 1024
+        }
+        let origin = "Origin: https://dash.example\r\n"
+        func refusal(_ head: String, body: String = "") throws -> TestResponse {
+            let connection = try TestConnection(port: server.port, receiveTimeout: 5)
+            try? connection.sendRaw(Array((head + "\r\n" + body).utf8))
+            let answer = try connection.receive()
+            #expect(answer.header("Content-Type") == "application/problem+json")
+            #expect(answer.header("Connection") == "close")
+            return answer
+        }
+        let tooManyParameters = "/truck?" + (0...100).map { "a\($0)=1" }.joined(separator: "&")
+        let refused = [
+            // A query of too many parameters, refused from its target alone.
+            try refusal("GET \(tooManyParameters) HTTP/1.1\r\nHost: a\r\n\(origin)"),
+            // A body announced over the limit, refused before it is read.
+            try refusal("POST /truck/donuts HTTP/1.1\r\nHost: a\r\n\(origin)Content-Length: 2048\r\n"),
+            // A chunked one, refused once it passes the limit.
+            try refusal("POST /truck/donuts HTTP/1.1\r\nHost: a\r\n\(origin)Transfer-Encoding: chunked\r\n",
+                        body: "800\r\n" + String(repeating: " ", count: 2048) + "\r\n0\r\n\r\n"),
+            // A head a proxy could read otherwise.
+            try refusal("GET /truck HTTP/1.1\r\nHost: a\r\nHost: b\r\n\(origin)"),
+        ]
+        #expect(refused.map(\.status) == [414, 413, 413, 400])
+        for answer in refused {
+            #expect(answer.header("Access-Control-Allow-Origin") == "https://dash.example", "\(answer.status)")
+            #expect(answer.header("Vary") == "Origin", "\(answer.status)")
+            #expect(answer.header("Access-Control-Expose-Headers") == "ETag, Observation-Cursor, Location, Link", "\(answer.status)")
+        }
+        // Another origin is refused as it is answered: without them.
+        let other = try refusal("GET \(tooManyParameters) HTTP/1.1\r\nHost: a\r\nOrigin: https://evil.example\r\n")
+        #expect(other.status == 414)
+        #expect(other.header("Access-Control-Allow-Origin") == nil)
+        let metrics = try server.client.get("/metrics").text
+        for (status, count) in [(400, 1), (413, 2), (414, 2)] {
+            #expect(metrics.contains(#"observable_http_requests_total{route="refused",status="\#(status)"} \#(count)"#), "\(status)")
+        }
+    }
+
     /// With `*`, any origin is answered `*`: no value the client chose is
     /// sent back, `null` and odd bytes included.
     @Test func anyOriginIsAnsweredWithAStarNeverAnEcho() throws {

@@ -1,3 +1,4 @@
+import API
 import Foundation
 import Testing
 import TestSupport
@@ -142,6 +143,35 @@ import TestSupport
         let first = try #require(try stream.next())
         #expect(first.event == "changes")
         #expect(first.json.changeList.contains { $0["op"] == "repair" && $0["path"] == "/truck/orderCount" })
+    }
+
+    /// A stream's opening is finished as every answer is: with an allowed
+    /// origin's CORS headers, and counted once; so is a long-poll's answer
+    /// given when a change wakes it, with its `Preference-Applied`.
+    @Test func aStreamsOpeningAndAWokenPollAreFinishedAsEveryAnswer() throws {
+        let server = try TestServer { $0.access = AccessPolicy(corsOrigins: ["https://dash.example"]) }
+        let client = server.client
+        let origin = ["Origin": "https://dash.example"]
+        let streamed = try client.observer()
+        let cursor = try #require(try client.get("/truck/orderCount", observer: streamed).cursor)
+        let stream = try EventStreamClient(port: server.port, observer: streamed, query: "since=\(cursor)", headers: origin)
+        #expect(stream.head.status == 200)
+        #expect(stream.head.headers["content-type"] == "text/event-stream")
+        #expect(stream.head.headers["access-control-allow-origin"] == "https://dash.example")
+        #expect(stream.head.headers["vary"] == "Origin")
+        let polled = try client.observer()
+        _ = try client.get("/truck/orderCount", observer: polled)
+        let poll = try TestConnection(port: server.port)
+        try poll.send("GET", "/observers/\(polled)/changes?since=\(cursor)", headers: origin.merging(["Prefer": "wait=30"]) { $1 })
+        try server.waitUntil(parked: 1)
+        _ = try client.post("/truck/orders", Self.order)
+        let woken = try poll.receive()
+        #expect(woken.json.changePaths == ["/truck/orderCount"])
+        #expect(woken.header("Access-Control-Allow-Origin") == "https://dash.example")
+        #expect(woken.header("Preference-Applied") == "wait=30")
+        #expect(try stream.next()?.event == "changes")
+        let metrics = try client.get("/metrics").text
+        #expect(metrics.contains(#"observable_http_requests_total{route="/observers/:id/changes",status="200"} 2"#))
     }
 
     @Test func preferWaitIsTheTimeoutAndIsSaidToApply() throws {

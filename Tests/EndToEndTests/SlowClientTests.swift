@@ -117,6 +117,10 @@ import TestSupport
         // The address has its connections back.
         try waitUntil { server.application.daemon.connectionCount <= 1 }
         #expect(try server.client.get("/truck/orderCount").status == 200)
+        // Each refusal is counted once, though no request was in.
+        let metrics = try server.client.get("/metrics").text
+        #expect(metrics.contains(#"observable_http_requests_total{route="refused",status="429"} 1"#))
+        #expect(metrics.contains(#"observable_http_requests_total{route="refused",status="408"} 4"#))
     }
 
     /// The request deadline is for requests still arriving: a body that

@@ -16,7 +16,7 @@ final class EchoResponder: HTTPResponder {
     static let deadlineAnswer = HTTPResponse(status: 204, headers: [("X-Answered-By", "deadline")])
 
     /// The daemon's refusals take the form the responder gives them.
-    func refusal(status: Int, detail: String) -> HTTPResponse {
+    func refusal(status: Int, detail: String, request: HTTPRequest?) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "text/x-refusal")], body: Array(detail.utf8))
     }
 

@@ -167,7 +167,7 @@ import TestSupport
         #expect(store.state[Self.boxes].values.map { [JSONValue.string($0.id), $0["name"], $0["weightKg"], $0["note"]] }
                 == [[.string(Self.books), "Books", 12, .null]])
         // The seeded box deleted stays deleted: a table there is never seeded again.
-        _ = try store.write(Self.boxes.delete(Self.books, ifMatch: nil))
+        _ = try store.write(Self.boxes.delete(Self.books, onlyIf: nil))
         _ = try store.write { tx in
             var box = Record.new(Self.boxes, ["name": "Cups", "weightKg": 3])
             let item = Record.new(Self.items, in: box.path, ["label": "mug"])
