@@ -62,7 +62,7 @@ public final class Application: Sendable {
             while !thread.sleep(seconds: interval) { store.maintain() }
         }
         housekeeping.withLock { $0 = thread }
-        logger.info("observable-server listening on \(configuration.http.host):\(port), database \(Store.Engine.redacted(configuration.store.database))")
+        logger.info("observable-server listening on \(configuration.http.host):\(port), database \(StoreDatabase.redacted(configuration.store.database))")
     }
 
     /// Stops accepting, answers parked long-polls with their cursor, waits

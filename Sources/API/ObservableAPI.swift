@@ -111,7 +111,7 @@ public final class ObservableAPI: Sendable {
         if let kept {
             (representation, response) = kept
         } else {
-            let selection = try FieldSelection(request.query["fields"], allowed: allowed)
+            let selection = try FieldSelection(query: request.query["fields"], allowed: allowed)
             representation = try render(snapshot.state, selection)
             var made = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
             for next in representation.nextPages { made.headers.append(("Link", next.link)) }

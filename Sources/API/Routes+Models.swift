@@ -14,7 +14,9 @@ extension ObservableAPI {
     }
 
     private func add(_ action: Action, to router: Router) {
-        router.on(action.method, action.pattern) { [self] context in
+        // An action is a write that is neither a create, an update nor a
+        // delete: a `POST` to its path.
+        router.on("POST", action.pattern) { [self] context in
             let body = try RequestBody.validated(context.request, fields: action.input, requireAll: true, emptyAllowed: action.input.isEmpty)
             let input = ActionInput(parameters: context.parameters, body: body)
             switch try action.run(input) {

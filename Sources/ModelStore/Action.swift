@@ -1,7 +1,7 @@
-/// A write that needs code (tap, choose, progress, login, …): its route,
-/// the fields its body takes (checked as a model's are), and what it does.
+/// A write that needs code (tap, choose, progress, login, …): where it is
+/// addressed, the fields its input takes (checked as a model's are), and
+/// what it does.
 public struct Action: Sendable {
-    public let method: String
     /// `/grid/dots/:id/tap`: `:name` segments are parameters.
     public let pattern: String
     public let input: [Field]
@@ -14,8 +14,7 @@ public struct Action: Sendable {
         case writes(@Sendable (Store) throws -> Answer)
     }
 
-    public init(_ method: String, _ pattern: String, input: [Field] = [], run: @escaping @Sendable (ActionInput) throws -> Plan) {
-        self.method = method
+    public init(_ pattern: String, input: [Field] = [], run: @escaping @Sendable (ActionInput) throws -> Plan) {
         self.pattern = pattern
         self.input = input
         self.run = run

@@ -20,18 +20,7 @@ public struct Representation: Sendable {
     public var string: String { String(decoding: bytes, as: UTF8.self) }
 }
 
-extension StringProtocol {
-    /// Without the spaces and tabs at either end, as the items of a list
-    /// (`fields=a, b`) may be written.
-    func trimmingSpaces() -> Substring {
-        var s = self[...]
-        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
-        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
-        return Substring(s)
-    }
-}
-
-/// Which fields of a resource a read asked for (`?fields=a,b`).
+/// Which fields of a resource a read shows: every one, or those named.
 public struct FieldSelection: Sendable {
     let names: Set<String>?
 
@@ -41,20 +30,9 @@ public struct FieldSelection: Sendable {
     /// Every field.
     public static let all = FieldSelection(names: nil)
 
-    /// Parses `fields=a,b` against the fields the resource has.
-    public init(_ parameter: String?, allowed: [String]) throws(ModelError) {
-        guard let parameter else {
-            names = nil
-            return
-        }
-        let requested = parameter.split(separator: ",", omittingEmptySubsequences: false).map { String($0.trimmingSpaces()) }
-        for name in requested where !allowed.contains(name) {
-            throw .badRequest("unknown field \"\(name)\" in fields; known fields: \(allowed.joined(separator: ", "))")
-        }
-        names = Set(requested)
-    }
-
-    init(names: Set<String>?) {
+    /// The fields `names` names (each one of the resource's), or every one
+    /// for nil.
+    public init(names: Set<String>?) {
         self.names = names
     }
 

@@ -6,35 +6,6 @@ import ModelObservation
 /// and registry in memory, and follows what the others commit through the
 /// journal, in commit order.
 extension Store {
-    /// What `Configuration.database` names.
-    public enum Engine: Equatable, Sendable {
-        case sqlite(path: String)
-        case postgres(url: String)
-
-        /// A `postgres://` or `postgresql://` URL, or a file path; any other
-        /// URL scheme is refused rather than taken for a file name.
-        public init(_ database: String) throws {
-            let parts = database.split(separator: "://", maxSplits: 1)
-            guard parts.count == 2, !parts[0].contains("/") else {
-                self = .sqlite(path: database)
-                return
-            }
-            let scheme = parts[0].lowercased()
-            guard scheme == "postgres" || scheme == "postgresql" else {
-                throw ModelError(.badRequest, "unsupported database URL scheme \(scheme)://; use a file path or postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
-            }
-            self = .postgres(url: database)
-        }
-
-        /// `database` with the password of a URL left out, for logs.
-        public static func redacted(_ database: String) -> String {
-            let parts = database.split(separator: "://", maxSplits: 1)
-            guard parts.count == 2, let at = parts[1].lastIndex(of: "@"),
-                  let colon = parts[1][..<at].firstIndex(of: ":") else { return database }
-            return parts[0] + "://" + parts[1][..<colon] + ":***" + parts[1][at...]
-        }
-    }
-
     /// Whether other instances may share this store's database.
     public var isShared: Bool { shared != nil }
 

@@ -15,13 +15,13 @@ import Concurrency
 /// only after a commit, so a read never shows an uncommitted write.
 public final class Store: Sendable {
     public struct Configuration: Sendable {
-        /// A SQLite file, or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
-        /// for a database that several instances share.
+        /// Where the database is, as the engines' module
+        /// (`ModelStoreDatabases`) reads it: a file path, or a URL.
         public var database: String
         public var retainChanges: Int = 100_000
         /// Most bytes the retained changes may weigh (`Change.weight`).
         public var retainChangesBytes: Int = 64 << 20
-        public var synchronous: Synchronous = .normal
+        public var durability: Durability = .processCrash
         public var maxReadsPerObserver: Int = 100_000
         /// Most observers in all (`--max-observers`).
         public var maxObservers: Int = 100_000
@@ -38,12 +38,13 @@ public final class Store: Sendable {
         }
     }
 
-    /// How durable a commit to a SQLite file is. `normal` (the default)
-    /// survives a crash of the process, and observers' reads go to the read
-    /// journal first; `full` also survives a power loss.
-    public enum Synchronous: String, Sendable, CaseIterable {
-        case normal = "NORMAL"
-        case full = "FULL"
+    /// What an acknowledged commit survives: a crash of the process (the
+    /// default), or a loss of power too. Each engine has its own means to
+    /// it, and an engine whose database is a server of its own (shared by
+    /// several instances) leaves it to that server's settings.
+    public enum Durability: Sendable, CaseIterable {
+        case processCrash
+        case powerLoss
     }
 
     public typealias Wake = @Sendable ([(observer: String, waiter: ChangeWaiter)]) -> Void

@@ -10,7 +10,7 @@ extension Store {
     /// as `init(storage:readDurability:…)`, with that engine's storage and
     /// its way of making reads durable.
     public convenience init(configuration: Configuration, catalog: Catalog, logger: Logger = Logger(label: "observable.store")) throws {
-        switch try Engine(configuration.database) {
+        switch try StoreDatabase(configuration.database) {
         case .sqlite(let path):
             try self.init(sqlite: path, configuration: configuration, catalog: catalog, logger: logger)
         case .postgres(let url):
@@ -23,7 +23,7 @@ extension Store {
     /// models' tables that are missing and checks the others (a mismatch
     /// throws `SchemaMismatch`); returns what was done, in words.
     public static func migrate(database: String, catalog: Catalog) throws -> [String] {
-        switch try Engine(database) {
+        switch try StoreDatabase(database) {
         case .sqlite(let path): try migrate(sqlite: path, catalog: catalog)
         case .postgres(let url): try migrate(postgres: url, catalog: catalog)
         }

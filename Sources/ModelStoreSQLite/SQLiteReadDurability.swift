@@ -25,7 +25,7 @@ final class SQLiteReadDurability: ReadDurability, @unchecked Sendable {
     /// Opens the read journal `path-1` and `path-2` beside `storage`'s
     /// database; without it (it could not be opened) reads go to the
     /// database. Throws when another server holds the journal.
-    init(storage: SQLiteStorage, journal path: String, synchronous: Store.Synchronous, logger: Logger) throws {
+    init(storage: SQLiteStorage, journal path: String, durability: Store.Durability, logger: Logger) throws {
         var journal: ReadJournal?
         do {
             journal = try ReadJournal(path: path)
@@ -37,7 +37,7 @@ final class SQLiteReadDurability: ReadDurability, @unchecked Sendable {
         }
         self.storage = storage
         openedJournal = journal
-        readJournal = synchronous == .normal ? journal : nil
+        readJournal = durability == .processCrash ? journal : nil
         self.logger = logger
     }
 

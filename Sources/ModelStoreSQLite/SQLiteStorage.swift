@@ -28,10 +28,12 @@ final class SQLiteStorage: ModelStorage {
 
     /// Opens (creating when missing) the database file at `path`, with its
     /// log checkpointed on a thread of its own.
-    convenience init(path: String, synchronous: Store.Synchronous) throws {
-        let synchronous: Database.Synchronous = switch synchronous {
-        case .normal: .normal
-        case .full: .full
+    /// `durability` is that of `Store.Configuration`: `synchronous=normal`
+    /// survives a crash of the process, `full` a loss of power too.
+    convenience init(path: String, durability: Store.Durability) throws {
+        let synchronous: Database.Synchronous = switch durability {
+        case .processCrash: .normal
+        case .powerLoss: .full
         }
         let database = try Database(path: path, synchronous: synchronous)
         let checkpointer = try Checkpointer(for: database, synchronous: synchronous)

@@ -5,11 +5,11 @@ extension Store {
     /// Opens (creating when missing) the SQLite database file at `path`,
     /// with its read journal beside it, then as `init(storage:…)`.
     package convenience init(sqlite path: String, configuration: Configuration, catalog: Catalog, logger: Logger) throws {
-        let storage = try SQLiteStorage(path: path, synchronous: configuration.synchronous)
+        let storage = try SQLiteStorage(path: path, durability: configuration.durability)
         let readDurability: SQLiteReadDurability
         do {
             readDurability = try SQLiteReadDurability(storage: storage, journal: path + "-reads",
-                                                      synchronous: configuration.synchronous, logger: logger)
+                                                      durability: configuration.durability, logger: logger)
         } catch {
             storage.close()
             throw error
@@ -21,7 +21,7 @@ extension Store {
     /// file at `path` and makes or checks its models' tables; returns what
     /// was done.
     package static func migrate(sqlite path: String, catalog: Catalog) throws -> [String] {
-        let storage = try SQLiteStorage(path: path, synchronous: .normal)
+        let storage = try SQLiteStorage(path: path, durability: .processCrash)
         defer { storage.close() }
         return try storage.prepare(catalog)
     }

@@ -110,7 +110,7 @@ public enum DotGrid {
     }
 
     static let actions = [
-        Action("POST", "/grid/dots/:id/tap") { input in
+        Action("/grid/dots/:id/tap") { input in
             // Two transactions, so that a reader of the flag hears both, in order.
             let id = input.parameter("id")
             return .writes { store in
@@ -118,7 +118,7 @@ public enum DotGrid {
                 return try store.write(set(id, "isTapAnimated", false))
             }
         },
-        Action("POST", "/grid/random") { _ in
+        Action("/grid/random") { _ in
             .write(PreparedWrite { tx in
                 // Uniform over every dot; a dot already set changes nothing.
                 let all = tx.state[dots].values
@@ -129,7 +129,7 @@ public enum DotGrid {
                 return .ok(placed(dot, in: tx.state))
             })
         },
-        Action("POST", "/grid/rows", input: [dotsInRow.field]) { input in
+        Action("/grid/rows", input: [dotsInRow.field]) { input in
             guard let count = input.body[dotsInRow] else { throw ModelError.unprocessable("dots is required") }
             return .write(PreparedWrite { tx in
                 let index = rows(tx.state).count
@@ -144,7 +144,7 @@ public enum DotGrid {
                 return .created(representation, at: "/grid/rows/\(index)")
             })
         },
-        Action("POST", "/grid/rows/:row/dots") { input in
+        Action("/grid/rows/:row/dots") { input in
             let row = input.parameter("row")
             guard let index = position(row) else { throw ModelError.notFound("no row \(row)") }
             return .write(PreparedWrite { tx in

@@ -60,10 +60,10 @@ public enum Account {
                                                        description: "`null` when nobody is signed in."))
 
     static let actions = [
-        Action("POST", "/account/login", input: [userName.field.required]) { input in
+        Action("/account/login", input: [userName.field.required]) { input in
             .write(signIn(input.body[userName] ?? nil))
         },
-        Action("POST", "/account/logout") { _ in .write(signIn(nil)) },
+        Action("/account/logout") { _ in .write(signIn(nil)) },
     ]
 
     /// Signs `userName` in, replacing whoever was; nil signs out.

@@ -166,7 +166,7 @@ public enum Jobs {
 
     static func actions(_ runner: Runner) -> [Action] {
         [
-            Action("POST", "/jobs", input: [Input.total.field.required, Input.step.field.optional, Input.intervalMs.field.optional]) { input in
+            Action("/jobs", input: [Input.total.field.required, Input.step.field.optional, Input.intervalMs.field.optional]) { input in
                 let total = input.body[Input.total] ?? 0
                 let step = input.body[Input.step], intervalMs = input.body[Input.intervalMs]
                 guard (step == nil) == (intervalMs == nil) else {
@@ -190,7 +190,7 @@ public enum Jobs {
             },
             // Above `total` is clamped; below the current value is refused;
             // the current value again changes nothing.
-            Action("POST", "/jobs/:id/progress", input: [Input.current.field.required]) { input in
+            Action("/jobs/:id/progress", input: [Input.current.field.required]) { input in
                 let id = input.parameter("id"), reported = input.body[Input.current] ?? 0
                 return .write(PreparedWrite { tx in
                     guard let job = tx.state[jobs][id] else { throw ModelError.notFound("no job \(id)") }

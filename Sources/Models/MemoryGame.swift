@@ -34,7 +34,7 @@ public enum MemoryGame {
 
     static let actions = [
         // With a `seed`, the choice of contents and the order of the cards are the same every time.
-        Action("POST", "/games", input: [Input.pairs.field.required, Input.seed.field.optional]) { input in
+        Action("/games", input: [Input.pairs.field.required, Input.seed.field.optional]) { input in
             let pairs = Int(input.body[Input.pairs] ?? 1)
             let contents: [String]
             if let seed = input.body[Input.seed] {
@@ -56,7 +56,7 @@ public enum MemoryGame {
             })
         },
         // Each card field that moves is a change of its own; `isOver` moves with the last match.
-        Action("POST", "/games/:id/cards/:cardId/choose") { input in
+        Action("/games/:id/cards/:cardId/choose") { input in
             let id = input.parameter("id"), cardId = input.parameter("cardId")
             return .write(PreparedWrite { tx in
                 guard let game = tx.state[games][id] else { throw ModelError.notFound("no game \(id)") }

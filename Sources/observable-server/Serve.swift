@@ -89,9 +89,11 @@ struct Serve: ParsableCommand {
         storeConfiguration.retainChanges = try setting(retainChanges, "OBSERVABLE_RETAIN_CHANGES", default: 100_000)
         storeConfiguration.retainChangesBytes = try setting(retainChangesBytes, "OBSERVABLE_RETAIN_CHANGES_BYTES", default: 64 << 20)
         storeConfiguration.maxReadsPerObserver = try setting(maxReadsPerObserver, "OBSERVABLE_MAX_READS_PER_OBSERVER", default: 100_000)
-        let syncName = (setting(synchronous, "OBSERVABLE_SYNCHRONOUS") ?? "normal").uppercased()
-        guard let sync = Store.Synchronous(rawValue: syncName) else { throw ValidationError("synchronous must be normal or full") }
-        storeConfiguration.synchronous = sync
+        switch (setting(synchronous, "OBSERVABLE_SYNCHRONOUS") ?? "normal").lowercased() {
+        case "normal": storeConfiguration.durability = .processCrash
+        case "full": storeConfiguration.durability = .powerLoss
+        default: throw ValidationError("synchronous must be normal or full")
+        }
 
         var configuration = Application.Configuration(store: storeConfiguration)
         configuration.http.host = setting(host, "OBSERVABLE_HOST") ?? "0.0.0.0"

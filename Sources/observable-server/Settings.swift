@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import ModelStore
+import ModelStoreDatabases
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,7 +33,7 @@ struct StoreOptions: ParsableArguments {
     func databaseName() throws -> String {
         let name = setting(database, "OBSERVABLE_DATABASE") ?? "./data/observable.sqlite"
         do {
-            _ = try Store.Engine(name)
+            _ = try StoreDatabase(name)
         } catch {
             let message = Array("observable-server: \(error)\n".utf8)
             _ = write(2, message, message.count)

@@ -190,7 +190,7 @@ import TestSupport
     @Test func withSynchronousFullReadsAreCommittedAndNoJournalIsKept() throws {
         let folder = GroupCommitTests.temporaryFolder()
         var configuration = Store.Configuration(database: folder + "/observable.sqlite")
-        configuration.synchronous = .full
+        configuration.durability = .powerLoss
         var store: Store? = try Store(configuration: configuration, catalog: SeedModels.catalog())
         let ids = try (0..<20).map { _ in try store!.createObserver().id }
         let keys = [PropertyKey("/truck/name"), PropertyKey("/truck/orderCount")]

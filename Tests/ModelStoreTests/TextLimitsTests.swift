@@ -111,7 +111,7 @@ import Testing
             inputs.append(("create \(resource.name)", resource.creatableFields))
             inputs.append(("patch \(resource.name)", resource.patchableFields))
         }
-        inputs += catalog.actions.map { ("\($0.method) \($0.pattern)", $0.input) }
+        inputs += catalog.actions.map { ("action \($0.pattern)", $0.input) }
         var checked: Set<String> = []
         for (operation, fields) in inputs {
             for field in fields where field.kind == .text && field.name != "donutId" {
