@@ -43,7 +43,15 @@ final class ReadTracking: Sendable {
         var foldAsked = false
         let result: ObservationRegistry.TrackResult? = lock.withLock { _ in
             let plan = registry.planTrack(id, keys: keys, at: seq, now: now)
-            if case .reads(let added, _, let firstRead) = plan, !added.isEmpty {
+            let added: [(PropertyKey, Int64)], firstRead: [PropertyKey]?
+            switch plan {
+            case .refused(let result): return result
+            case .reads(let reads, _, let first): (added, firstRead) = (reads, first)
+            }
+            // Every key read before: nothing to store or add, and the
+            // registry's lock is not taken again.
+            if added.isEmpty, firstRead == nil { return .tracked(added: [], wake: nil) }
+            if !added.isEmpty {
                 do {
                     if let firstRead, let seq = added.first?.1 {
                         foldAsked = try durability.journal([ObserverReads(observer: id, seq: seq, keys: firstRead)])
