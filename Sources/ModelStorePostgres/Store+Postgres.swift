@@ -5,8 +5,13 @@ extension Store {
     /// Connects to the PostgreSQL database at `url`, then as `init(storage:…)`.
     package convenience init(postgres url: String, configuration: Configuration, catalog: Catalog, logger: Logger) throws {
         let storage = try PostgresStorage(url: url, logger: logger)
-        try self.init(storage: storage, readDurability: PostgresReadDurability(storage: storage), configuration: configuration,
-                      catalog: catalog, logger: logger)
+        do {
+            try self.init(storage: storage, readDurability: PostgresReadDurability(storage: storage), configuration: configuration,
+                          catalog: catalog, logger: logger)
+        } catch {
+            storage.close()
+            throw error
+        }
     }
 
     /// Applies the pending migrations of `catalog` to the PostgreSQL

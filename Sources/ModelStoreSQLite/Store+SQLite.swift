@@ -14,7 +14,15 @@ extension Store {
             storage.close()
             throw error
         }
-        try self.init(storage: storage, readDurability: readDurability, configuration: configuration, catalog: catalog, logger: logger)
+        do {
+            try self.init(storage: storage, readDurability: readDurability, configuration: configuration, catalog: catalog, logger: logger)
+        } catch {
+            // Refused (a schema that does not match, a row missing): the
+            // journal's lock and the files are let go at once.
+            readDurability.close()
+            storage.close()
+            throw error
+        }
     }
 
     /// Applies the pending migrations of `catalog` to the SQLite database

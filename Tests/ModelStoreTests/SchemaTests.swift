@@ -352,4 +352,25 @@ import TestSupport
             "table boxes, column name (field boxes.name): missing; a required field without a default cannot be added to the rows there",
         ])
     }
+
+    /// A store refused at open lets go of its database at once: no file of
+    /// it stays open, neither the writer's connection nor that of the
+    /// thread that checkpoints its log, nor the read journal.
+    @Test func aStoreRefusedAtOpenKeepsNoFileOfItsDatabaseOpen() throws {
+        let database = try TestDatabase(.sqlite)
+        _ = try Store.migrate(database: database.name, catalog: Catalog(resources: [], migrations: Self.migrations))
+        try database.execute("CREATE TABLE boxes (id TEXT PRIMARY KEY, weight_kg TEXT NOT NULL)")
+        #expect(throws: SchemaMismatch.self) { try database.store(Self.catalog) }
+        #expect(Self.openFiles(startingWith: database.name) == [])
+        let store = try database.store(Catalog(resources: [], migrations: Self.migrations))
+        #expect(!Self.openFiles(startingWith: database.name).isEmpty, "an open store is seen")
+        store.close()
+    }
+
+    /// The paths of this process's open files that start with `prefix`.
+    static func openFiles(startingWith prefix: String) -> [String] {
+        let files = FileManager.default
+        let descriptors = (try? files.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return descriptors.compactMap { try? files.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }.filter { $0.hasPrefix(prefix) }
+    }
 }
