@@ -36,33 +36,3 @@ public final class Locked<Value> {
 // unlock, so a value that may cross threads is never touched by two at once.
 extension Locked: @unchecked Sendable where Value: Sendable {}
 
-/// A value that is not Sendable (a database connection, a cache of
-/// values) shared by threads that each use it only under its lock, and
-/// keep nothing of it when they let go: what makes that so is each use's
-/// promise, not the compiler's check, so this type names the places.
-public final class Exclusive<Value>: @unchecked Sendable {
-    // Safe to share: every use holds the lock and lets no reference out.
-    private let locked: Locked<Value>
-
-    public init(_ value: Value) {
-        locked = Locked(value)
-    }
-
-    /// Runs `body` with the value, holding the lock.
-    @inline(__always)
-    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        try locked.withLock(body)
-    }
-}
-
-/// A weak reference, for a `Locked` slot that must not keep its object alive
-/// (a back reference that would otherwise close a cycle).
-public struct Weak<Object: AnyObject> {
-    public weak var object: Object?
-
-    public init(_ object: Object? = nil) {
-        self.object = object
-    }
-}
-
-extension Weak: Sendable where Object: Sendable {}

@@ -146,69 +146,6 @@ public final class Connection: @unchecked Sendable {
     }
 }
 
-/// The rows of one result, read in place from libpq's result.
-public final class Rows: @unchecked Sendable {
-    private let result: OpaquePointer
-
-    init(_ result: OpaquePointer) {
-        self.result = result
-    }
-
-    deinit {
-        PQclear(result)
-    }
-
-    public var count: Int { Int(PQntuples(result)) }
-    public var columns: Int { Int(PQnfields(result)) }
-
-    /// Rows that an `INSERT`, `UPDATE` or `DELETE` touched.
-    public var affected: Int64 { Int64(String(cString: PQcmdTuples(result))) ?? 0 }
-
-    public func isNull(_ row: Int, _ column: Int) -> Bool {
-        PQgetisnull(result, Int32(row), Int32(column)) == 1
-    }
-
-    public func string(_ row: Int, _ column: Int) -> String? {
-        guard !isNull(row, column) else { return nil }
-        return String(cString: PQgetvalue(result, Int32(row), Int32(column)))
-    }
-
-    public func int64(_ row: Int, _ column: Int) -> Int64? {
-        string(row, column).flatMap { Int64($0) }
-    }
-
-    public func double(_ row: Int, _ column: Int) -> Double? {
-        string(row, column).flatMap { Double($0) }
-    }
-}
-
-/// A failed libpq call: PostgreSQL's message, its SQLSTATE, and whether the
-/// connection is gone (to reconnect rather than retry on it).
-public struct PostgresError: Error, CustomStringConvertible {
-    public let message: String
-    public let sqlState: String?
-    public let connectionLost: Bool
-    public var sql: String?
-
-    public init(message: String, sqlState: String?, connectionLost: Bool, sql: String? = nil) {
-        self.message = message
-        self.sqlState = sqlState
-        self.connectionLost = connectionLost
-        self.sql = sql
-    }
-
-    public var description: String {
-        var text = "PostgreSQL error"
-        if let sqlState { text += " \(sqlState)" }
-        text += ": \(message)"
-        if let sql { text += " (in \(sql.prefix(120)))" }
-        return text
-    }
-
-    /// A unique or check constraint refused the row.
-    public var isConstraintViolation: Bool { sqlState?.hasPrefix("23") == true }
-}
-
 extension String {
     fileprivate func trimmingNewlines() -> String {
         var text = Substring(self)

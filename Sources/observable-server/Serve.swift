@@ -151,17 +151,6 @@ struct Serve: ParsableCommand {
     }
 }
 
-struct Migrate: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Apply pending migrations, make or check the models' tables, and exit.")
-
-    @OptionGroup var store: StoreOptions
-
-    func run() throws {
-        let applied = try Store.migrate(database: try store.databaseName(), catalog: SeedModels.catalog())
-        print(applied.isEmpty ? "database is up to date" : "applied: " + applied.joined(separator: ", "))
-    }
-}
-
 /// Raises the soft limit on open descriptors to the hard limit (the soft
 /// limit is often 1,024 where the hard one allows far more), and returns how
 /// many connections that leaves room for: all but 64 descriptors, kept for
