@@ -22,10 +22,21 @@
    decoded, a NUL would cut the C string short and a request could name
    another resource than the one it spelled out. The authority of an
    absolute-form target (`http://host/path`) is left as sent, so that its
-   first `/` is where the path begins. */
+   first `/` is where the path begins.
+
+   libmicrohttpd unescapes a request's query parameters first, each as it
+   records it in the connection's memory, and the target's path last. A
+   response it has queued by then is its refusal of a parameter that memory
+   could not hold (431), which it never sends: it goes on waiting for header
+   lines it no longer reads, until the idle timeout. The server is told
+   (osv_query_overflowed, with the daemon as `cls`) and answers instead. */
+extern void osv_query_overflowed(void *cls, struct MHD_Connection *connection);
+
 static inline size_t osv_unescape(void *cls, struct MHD_Connection *connection, char *s)
 {
-    (void)cls; (void)connection;
+    if (cls != NULL && connection != NULL
+        && MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS) != NULL)
+        osv_query_overflowed(cls, connection);
     char *start = s;
     if (*s != '/' && *s != 0) {
         char *authority = strstr(s, "://");
@@ -101,7 +112,7 @@ osv_start_daemon(unsigned int flags, uint16_t port,
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, o->listen_backlog, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
         { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
-        { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)osv_unescape, NULL },
+        { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)osv_unescape, o->target_received_cls },
         { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)o->target_received, o->target_received_cls },
         { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)o->connection_notified, o->target_received_cls },
         { o->bind_address ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)o->bind_address },
@@ -109,6 +120,12 @@ osv_start_daemon(unsigned int flags, uint16_t port,
     };
     return MHD_start_daemon(flags, port, accept_policy, accept_cls, handler, handler_cls,
                             MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+}
+
+/* Whether libmicrohttpd has queued a response on the connection. */
+static inline int osv_response_queued(struct MHD_Connection *connection)
+{
+    return MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS) != NULL;
 }
 
 /* MHD_set_connection_option is variadic, which Swift cannot call. */

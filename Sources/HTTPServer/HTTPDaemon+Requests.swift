@@ -20,7 +20,7 @@ extension HTTPDaemon {
             return start(context, connection: connection, url: url, method: method, version: version)
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
-        // A request with a query has had its context since `takeQuery`.
+        // A request with a query has had its context since `takeTarget`.
         guard context.isStarted else { return start(context, connection: connection, url: url, method: method, version: version) }
         if uploadSize.pointee > 0 {
             let size = uploadSize.pointee
@@ -82,6 +82,9 @@ extension HTTPDaemon {
     private func start(_ context: RequestContext, connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
                        version: UnsafePointer<CChar>?) -> MHD_Result
     {
+        // Its query overflowed the connection's memory, and the server
+        // answered already (`queryOverflowed`).
+        if osv_response_queued(connection) != 0 { return .NO }
         let method = methodName(method)
         let path = Self.path(ofTarget: url, method: method)
         context.start(method: method, url: path ?? String(cString: url))
@@ -91,6 +94,7 @@ extension HTTPDaemon {
         // to its request (its origin's CORS headers).
         let head = headerFields(connection)
         context.fields = head.values
+        if context.refusal == nil { readQuery(connection, into: context) }
         if let refusal = context.refusal {
             return refuse(refusal, on: connection, context: context)
         }
@@ -135,44 +139,61 @@ extension HTTPDaemon {
     }
 
     /// Called with a request's target (path and query, as sent) before
-    /// libmicrohttpd parses the query; the context returned becomes the
-    /// request's. libmicrohttpd keeps each query parameter in the
-    /// connection's fixed memory pool and, when they overflow it, queues its
-    /// `431` but then waits for header lines it never reads: the request
-    /// hangs until the idle timeout. So the query is read here and ended
-    /// right after the `?` in libmicrohttpd's own buffer (which it splits in
-    /// place at that `?`), and libmicrohttpd parses no parameter.
-    func takeQuery(from target: UnsafePointer<CChar>, connection: OpaquePointer) -> UnsafeMutableRawPointer? {
-        if Self.hasBlankOrControl(target) {
+    /// libmicrohttpd parses its query; the context returned, if any, becomes
+    /// the request's. Only the target given is read: its parameters are
+    /// libmicrohttpd's to parse (`queryParameters`).
+    func takeTarget(_ target: UnsafePointer<CChar>, connection: OpaquePointer) -> UnsafeMutableRawPointer? {
+        let hasQuery = strchr(target, Int32(UInt8(ascii: "?"))) != nil
+        let hasBlank = Self.hasBlankOrControl(target)
+        guard hasQuery || hasBlank else { return nil }
+        let context = RequestContext()
+        context.targetHasQuery = hasQuery
+        if hasBlank {
             // libmicrohttpd takes what lies between the method and the
             // version as the target, blanks and all (`GET /a b HTTP/1.1`).
-            let context = RequestContext()
             context.refusal = (400, "The request target contains whitespace or a control character.")
-            // libmicrohttpd parses no parameter of it either.
-            if let mark = strchr(target, Int32(UInt8(ascii: "?"))) { (mark + 1).pointee = 0 }
-            return Unmanaged.passRetained(context).toOpaque()
         }
-        guard let mark = strchr(target, Int32(UInt8(ascii: "?"))) else {
-            if endsBeforeVersion(target + strlen(target)) { return nil }
-            // A NUL byte in the target hides the rest of it (and any query)
-            // from this callback but not from libmicrohttpd: refused, and the
-            // connection closed soon if the hidden query overflows the pool.
-            osv_set_connection_timeout(connection, 1)
-            let context = RequestContext()
-            context.refusal = (400, "The request target contains a NUL byte.")
-            return Unmanaged.passRetained(context).toOpaque()
-        }
-        let query = mark + 1
-        let context = RequestContext()
-        if let parameters = QueryString.parameters(query, limit: configuration.maxQueryParameters) {
-            context.query = parameters
-        } else {
-            context.refusal = (414, "A query may have at most \(configuration.maxQueryParameters) parameters.")
-        }
-        // libmicrohttpd parses the text after the `?` once this returns:
-        // ended here, it is empty.
-        query.pointee = 0
         return Unmanaged.passRetained(context).toOpaque()
+    }
+
+    /// Reads the query's parameters as libmicrohttpd parsed them (split at
+    /// `&` and at the first `=`, `+` as a space, percent-decoded by
+    /// `osv_unescape`, which leaves `%00` encoded; a name without `=` has
+    /// the value "", a repeated name keeps its last value) into `context`,
+    /// or sets why the request is refused for them.
+    private func readQuery(_ connection: OpaquePointer, into context: RequestContext) {
+        guard context.targetHasQuery else {
+            // A NUL byte in the target hid its query from `takeTarget`, not
+            // from libmicrohttpd, which parsed it.
+            if MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, nil, nil) > 0 {
+                context.refusal = (400, "The request target contains a NUL byte.")
+            }
+            return
+        }
+        var query = QueryParameters(limit: configuration.maxQueryParameters)
+        withUnsafeMutablePointer(to: &query) { query in
+            _ = MHD_get_connection_values_n(connection, .GET_ARGUMENT_KIND, collectParameter, UnsafeMutableRawPointer(query))
+        }
+        if query.count > configuration.maxQueryParameters {
+            context.refusal = (414, "A query may have at most \(configuration.maxQueryParameters) parameters.")
+        } else {
+            context.query = query.values
+        }
+    }
+
+    /// libmicrohttpd could not record a parameter of this request's query in
+    /// the connection's memory (`osv_unescape` tells): its own refusal is
+    /// never sent, so the server's is written here, and the connection ends.
+    func queryOverflowed(_ connection: OpaquePointer) {
+        let socket = osv_connection_fd(connection)
+        guard socket >= 0 else { return }
+        let detail = "The query has more parameters than the connection's memory holds "
+            + "(\(configuration.connectionMemory) bytes for the request line, its parameters and the header fields)."
+        responder.refusal(status: 414, detail: detail, request: nil).write(closingTo: socket)
+        // Whatever the client sends next is not read: the connection closes
+        // as soon as libmicrohttpd looks at it again.
+        shutdown(socket, Int32(SHUT_WR))
+        osv_set_connection_timeout(connection, 1)
     }
 
     func completed(connection: OpaquePointer?, contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
@@ -225,7 +246,9 @@ final class RequestContext: @unchecked Sendable {
     private(set) var method = ""
     private(set) var url = ""
     private(set) var isStarted = false
-    /// Read off the target before libmicrohttpd parses it (`takeQuery`).
+    /// Whether the target, as `takeTarget` saw it, has a query.
+    var targetHasQuery = false
+    /// The query's parameters, once the headers are in (`readQuery`).
     var query: [String: String] = [:]
     /// Why a request is refused from its target alone (status and detail),
     /// answered once its headers are in.
@@ -276,21 +299,30 @@ private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind
     return .YES
 }
 
+/// A query's parameters as they are collected, up to one past `limit`.
+struct QueryParameters {
+    let limit: Int
+    var values: [String: String] = [:]
+    var count = 0
+
+    init(limit: Int) { self.limit = limit }
+}
+
+private func collectParameter(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
+                              _ value: UnsafePointer<CChar>?, _ valueSize: Int) -> MHD_Result
+{
+    guard let cls, let key else { return .YES }
+    let query = cls.assumingMemoryBound(to: QueryParameters.self)
+    query.pointee.count += 1
+    guard query.pointee.count <= query.pointee.limit else { return .NO }
+    query.pointee.values[string(key, keySize)] = value.map { string($0, valueSize) } ?? ""
+    return .YES
+}
+
 /// `count` bytes at `bytes` as a string (libmicrohttpd gives the length:
 /// no `strlen`).
 private func string(_ bytes: UnsafePointer<CChar>, _ count: Int) -> String {
     bytes.withMemoryRebound(to: UInt8.self, capacity: count) { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
-}
-
-/// Whether the NUL at `end` is the one libmicrohttpd wrote between the target
-/// and `HTTP/1.x` (the line's own end follows): otherwise the target holds a
-/// NUL byte. Reads stop at the first difference, so stay within the line.
-private func endsBeforeVersion(_ end: UnsafePointer<CChar>) -> Bool {
-    func byte(_ i: Int) -> UInt8 { UInt8(bitPattern: end[i]) }
-    func isDigit(_ i: Int) -> Bool { byte(i) >= UInt8(ascii: "0") && byte(i) <= UInt8(ascii: "9") }
-    return byte(1) == UInt8(ascii: "H") && byte(2) == UInt8(ascii: "T") && byte(3) == UInt8(ascii: "T")
-        && byte(4) == UInt8(ascii: "P") && byte(5) == UInt8(ascii: "/") && isDigit(6) && byte(7) == UInt8(ascii: ".")
-        && isDigit(8) && byte(9) == 0
 }
 
 /// The request method, as a string literal for the usual ones (no copy).

@@ -336,7 +336,7 @@ private func acceptPolicy(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePoin
 
 private func targetReceived(_ cls: UnsafeMutableRawPointer?, _ target: UnsafePointer<CChar>?, _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
     guard let cls, let target, let connection else { return nil }
-    return Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().takeQuery(from: target, connection: connection)
+    return Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().takeTarget(target, connection: connection)
 }
 
 private func accessHandler(
@@ -374,6 +374,14 @@ private func connectionNotified(_ cls: UnsafeMutableRawPointer?, _ connection: O
             daemon.connectionOpened(connection, socketContext: socketContext)
         }
     }
+}
+
+/// libmicrohttpd could not record a parameter of a request's query
+/// (`osv_unescape` tells; `cls`: the daemon).
+@_cdecl("osv_query_overflowed")
+func queryOverflowed(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?) {
+    guard let cls, let connection else { return }
+    Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue().queryOverflowed(connection)
 }
 
 /// A message of libmicrohttpd's (`cls`: the daemon). Closing a connection

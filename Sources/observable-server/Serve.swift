@@ -38,7 +38,7 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("max-connections-per-address"), help: "Connections one client address (an IPv6 client: its /64) may hold at once, parked long-polls and streams included; a new one beyond is 429 (env OBSERVABLE_MAX_CONNECTIONS_PER_ADDRESS; default: a quarter of the connection limit).")
     var maxConnectionsPerAddress: Int?
 
-    @Option(name: .customLong("connection-memory"), help: "Bytes of memory per connection, which also bound a request's line plus headers: 4096 to 1048576 (env OBSERVABLE_CONNECTION_MEMORY; default 8192).")
+    @Option(name: .customLong("connection-memory"), help: "Bytes of memory per connection, which also bound a request's line plus headers (and 64 bytes per query parameter): 4096 to 1048576 (env OBSERVABLE_CONNECTION_MEMORY; default 8192).")
     var connectionMemory: Int?
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle connection is closed (env OBSERVABLE_IDLE_TIMEOUT; default 30).")
