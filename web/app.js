@@ -158,8 +158,8 @@ async function readGame(games) {
 /// through fetch rather than EventSource: so the observer goes in the
 /// `Observer` header, never in the URL, and a token is sent too. Resolves
 /// "unavailable" when it never opened (a server without streams answers a
-/// long-poll's JSON, or parks it; a stopped server), "ended" when an open
-/// stream broke off. A refusal (the observer gone: 404) and a `gone` event
+/// long-poll's JSON, or parks it), "ended" when an open stream broke off;
+/// rejects when the server cannot be reached. A refusal (the observer gone: 404) and a `gone` event
 /// (the cursor is past the server's retention: the 410 it carries) reject.
 async function stream() {
   const abort = new AbortController();
@@ -173,8 +173,13 @@ async function stream() {
     try {
       response = await fetch(`observer/changes?since=${page.cursor}&repair=true`,
                              { headers, signal: abort.signal, cache: "no-store" });
-    } catch (_) {
-      return "unavailable";
+    } catch (error) {
+      // Aborted by the timer: the request was parked as a long-poll, so no
+      // stream opens here. Any other failure is a server that cannot be
+      // reached (stopped, restarting): not a sign that it has no streams,
+      // so the page retries with a stream once it is back.
+      if (abort.signal.aborted) return "unavailable";
+      throw error;
     } finally {
       clearTimeout(timer);
     }
