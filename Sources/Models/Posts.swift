@@ -66,8 +66,12 @@ public enum Posts {
                 }
             }
             var builder = RepresentationBuilder(resource: posts.path)
-            // Every post, dealt into columns: one read of the collection's shape.
-            builder.elements("columns", shape: Shape(collection: posts.path, fields: input.selection.shapeFields)) { builder in
+            // Every post, dealt into columns: one read of the collection's
+            // shape. A post made after it is inserted whole, so all its
+            // fields count as read (`newest`).
+            let fields = input.selection.shapeFields
+            let newest = fields == nil ? Int64.max : (state[posts].last?.position ?? .min)
+            builder.elements("columns", shape: Shape(collection: posts.path, fields: fields, newest: newest)) { builder in
                 for column in dealt {
                     builder.array { builder in
                         for post in column { builder.object(resource: post.path) { posts.write(post, in: state, into: &$0, input.selection) } }

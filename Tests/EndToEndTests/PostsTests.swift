@@ -207,6 +207,21 @@ private func columnIDs(_ response: TestResponse) -> [[String]] {
         ]])
     }
 
+    /// A post made after a staggered read with `fields=` was inserted
+    /// whole, so all its fields count as read, as for any shape: the
+    /// listing names them, and the other posts' only as shown.
+    @Test func aStaggeredReadWithFieldsListsEveryFieldOfAPostMadeAfterIt() throws {
+        let server = try TestServer()
+        let client = server.client
+        let first = try #require(try createPosts(client, heights: [120]).first)
+        let reader = try client.observer()
+        #expect(try client.get("/posts/staggered?columns=2&fields=height", observer: reader).status == 200)
+        let added = try #require(try client.post("/posts", ["imageURL": "https://images.example/new.jpg", "height": 60]).json["id"]?.stringValue)
+        let reads = try client.get("/observers/\(reader)").json["reads"]
+        let expected = ["/posts", "/posts/\(added)/height", "/posts/\(added)/imageURL", "/posts/\(first)/height"]
+        #expect(reads == .array(expected.sorted().map(JSONValue.string)))
+    }
+
     @Test func readerOfOnePostHearsOnlyItsOwnRemoval() throws {
         let server = try TestServer()
         let client = server.client
