@@ -8,8 +8,8 @@ extension Store {
     /// membership it reads, an `insert` of each element it has not seen and
     /// a `remove` of each it saw that is gone (it saw the elements whose
     /// properties it had read by `since`, its place in the feed). Its cursor
-    /// moves to the current one. Keys no declaration shows (the reads of
-    /// another shape) are left out.
+    /// moves to the current one. A key only a custom read shows (the grid's
+    /// rows) is repaired as that read's `View` shows it now.
     public func repair(_ id: String, since: Int64) throws -> (changes: [Change], cursor: Int64) {
         let state = snapshot.state
         guard let observer = registry.observer(id) else { throw ModelError.notFound("no observer \(id)") }
@@ -39,6 +39,7 @@ extension Store {
         }
         let cursor = state.seq
         var changes: [Change] = []
+        let views = Dictionary(catalog.reads.flatMap(\.views).map { ($0.key.path, $0) }) { first, _ in first }
         let reads = observer.reads.keys.map(\.path)
         for path in reads.sorted() {
             if let shape = Shape(key: PropertyKey(path)) {
@@ -55,6 +56,9 @@ extension Store {
                 text += "]"
                 changes.append(Change(seq: cursor, transaction: cursor, path: shape.collection, operation: .repair, old: nil, new: text,
                                       keys: [PropertyKey(shape.collection)]))
+            } else if let view = views[path] {
+                changes.append(Change(seq: cursor, transaction: cursor, path: path, operation: .repair, old: nil, new: view.current(state),
+                                      keys: [PropertyKey(path)]))
             } else if let value = values[path] {
                 changes.append(Change(seq: cursor, transaction: cursor, path: path, operation: .repair, old: nil, new: value,
                                       keys: [PropertyKey(path)]))

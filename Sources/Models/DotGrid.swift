@@ -60,7 +60,7 @@ public enum DotGrid {
     }
 
     static let reads = [
-        Read("/grid", fields: dots.selectableFields) { input, state in
+        Read("/grid", fields: dots.selectableFields, views: [rowsView]) { input, state in
             var builder = RepresentationBuilder(resource: "/grid")
             builder.elements("rows", key: rowsKey) { builder in
                 for row in rows(state) {
@@ -71,7 +71,7 @@ public enum DotGrid {
             }
             return builder.finish()
         },
-        Read("/grid/rows/:row", fields: dots.selectableFields) { input, state in
+        Read("/grid/rows/:row", fields: dots.selectableFields, views: [rowsView]) { input, state in
             let rows = rows(state)
             guard let index = position(input.parameter("row")), rows.indices.contains(index) else {
                 throw ModelError.notFound("no row \(input.parameter("row"))")
@@ -86,6 +86,14 @@ public enum DotGrid {
             return dots.representation(of: dot, in: state, input.selection)
         },
     ]
+
+    /// The rows as a repair shows them: every row, each dot with all its
+    /// fields, as `GET /grid` shows `rows`.
+    static let rowsView = View(rowsKey) { state in
+        "[" + rows(state).map { row in
+            "[" + row.map { dots.representation(of: $0, in: state, tracking: false).string }.joined(separator: ",") + "]"
+        }.joined(separator: ",") + "]"
+    }
 
     /// `{"row", "dots"}`: a row grows only by appends to `/grid/rows`, so that is what it reads.
     static func row(_ index: Int, _ row: [Record], in state: ModelState, _ selection: FieldSelection = .all) -> Representation {

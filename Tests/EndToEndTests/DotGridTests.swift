@@ -158,6 +158,27 @@ private func gridDots(_ grid: JSONValue) -> [[JSONValue]] {
     }
 
     /// The seed's defect: one dot's change made its whole row redraw.
+    /// Past retention, a reader of the grid is repaired with the rows as
+    /// they stand (a dot appended meanwhile in its place, every field
+    /// shown), besides the flags it reads.
+    @Test func aRepairShowsTheGridsRowsAsTheyStand() throws {
+        let server = try TestServer { $0.store.retainChanges = 2 }
+        let client = server.client
+        let id = try client.observer()
+        #expect(try client.get("/grid?fields=isTapAnimated", observer: id).status == 200)
+        let appended = try client.post("/grid/rows/1/dots", [:])
+        let dot = try #require(appended.json["dot"]?["id"]?.stringValue)
+        for name in ["A", "B", "C"] { _ = try client.patch("/truck", ["name": .string(name)]) }
+        #expect(try client.changes(id, since: 0).status == 410)
+        let repaired = try client.changes(id, since: 0, extra: "&repair=true")
+        #expect(repaired.status == 200)
+        let rows = try #require(repaired.json.changeList.first { $0["path"] == "/grid/rows" })
+        #expect(rows["op"] == "repair")
+        let ids = (rows["new"]?.arrayValue ?? []).map { ($0.arrayValue ?? []).compactMap { $0["id"]?.stringValue } }
+        #expect(ids == [seedRows[0], seedRows[1] + [dot], seedRows[2]])
+        #expect(rows["new"]?.arrayValue?[1].arrayValue?[2] == ["id": .string(dot), "isTapAnimated": false, "isRandomAnimated": false])
+    }
+
     @Test func randomWakesExactlyTheObserverOfTheDotItNames() throws {
         let server = try TestServer()
         let client = server.client
