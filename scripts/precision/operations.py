@@ -764,8 +764,8 @@ class Reads:
             extra = [f"columns={n}"]
         if layout:
             extra.append(f"layout={layout}")
-        # the whole of /posts, one shape; its fields count only as shown (no newest)
-        return self.url("/posts/staggered", f, extra), {"columns": cols}, [], [self.page("/posts", f, newer=False)]
+        # the whole of /posts, one shape: as any, every field of a post made after it counts as read
+        return self.url("/posts/staggered", f, extra), {"columns": cols}, [], [self.page("/posts", f)]
 
     def jobs(self):
         return self.coll_read("/jobs")
