@@ -19,6 +19,10 @@ extension ChangeFeed {
         let stream: EventStream
         var cursor: Int64
         var sentRetry = false
+        /// Changes taken for it, its cursor moved past them, not sent yet:
+        /// a wake saves the cursors of all the streams it wakes at once,
+        /// then sends (`wakeStreams`). Another delivery leaves them to it.
+        var unsent: (changes: [Change], cursor: Int64)?
         let delivering = Locked(())
 
         init(observer: String, cursor: Int64, coalesce: Bool, stream: EventStream) {
@@ -59,7 +63,7 @@ extension ChangeFeed {
         guard let stream = connection.openStream(head: { context.finish(.success(head)) }, initial: Array(": observing \(observer)\n\n".utf8), onDrained: { [weak self] in
             // The client took what it was behind on: on with the rest.
             guard let self, let poll = holder.withLock({ $0 }) else { return }
-            if let cursor = self.deliver(poll) { self.saveCursors([(observer, cursor)]) }
+            self.deliver(poll)
         }, onEnd: { [weak self] in
             guard let self else { return }
             if let client { self.streamEnded(of: observer, for: client) }
@@ -78,11 +82,12 @@ extension ChangeFeed {
                 stream.close()
                 return .parked
             }
+            // Saved before it is sent, as every answer.
+            saveCursors([(observer, repaired.cursor)])
             poll.delivering.withLock { _ in
                 send(repaired.changes, cursor: repaired.cursor, to: poll, asOne: true)
                 poll.cursor = repaired.cursor
             }
-            saveCursors([(observer, repaired.cursor)])
         }
         // The observer's one consumer: a poll or stream parked before, or a
         // stream delivering now, gives way.
@@ -90,7 +95,7 @@ extension ChangeFeed {
         if let displaced { giveWay([(observer, displaced)]) }
         (earlier as? StreamingPoll)?.stream.close()
         store.announceParked(observer, stream: true)
-        if let cursor = deliver(poll) { saveCursors([(observer, cursor)]) }
+        deliver(poll)
         return .parked
     }
 
@@ -127,43 +132,82 @@ extension ChangeFeed {
     /// Sends `poll` what its observer has after its cursor, one event per
     /// transaction (one for all with `coalesce`), then parks it again. A
     /// client that does not keep up is sent no more until it has taken what
-    /// it was sent (the stream's `onDrained` delivers again). Returns the
-    /// stream's new cursor when it sent something, for the caller to save
-    /// where instances share cursors.
-    func deliver(_ poll: StreamingPoll) -> Int64? {
+    /// it was sent (the stream's `onDrained` delivers again). Where
+    /// instances share cursors, each cursor is saved before its events go
+    /// out, as a poll's is before its answer: a client that has an event
+    /// and polls through another instance goes on after it.
+    func deliver(_ poll: StreamingPoll) {
+        let sharing = store.sharesCursors
         poll.delivering.withLock { _ in
-            var sent: Int64?
-            while poll.stream.isOpen, !poll.stream.isBlocked {
-                let answer = feed.pollStream(poll, of: poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce,
-                                                 now: ServerClock.wallSeconds)
-                guard let result = answer else {
-                    poll.stream.close()
-                    return sent
-                }
-                switch result {
-                case .parked, .nothingYet:
-                    return sent
-                case .changes(let changes, let cursor):
-                    guard !changes.isEmpty else {
-                        // Another consumer parked meanwhile: this stream gives way.
-                        poll.stream.close()
-                        return sent
-                    }
-                    send(changes, cursor: cursor, to: poll, asOne: poll.coalesce)
-                    poll.cursor = cursor
-                    sent = cursor
-                case .unknownObserver:
-                    poll.stream.close()
-                case .gone(let oldest):
-                    let gone = Problem.gone(prunedThrough: oldest)
-                    poll.stream.send(Self.event("gone", id: nil, data: Problem.json(410, "Gone", gone.detail, extensions: gone.extensions)))
-                    poll.stream.close()
-                case .ahead:
-                    poll.stream.close()
-                }
+            // A wake has taken changes for it and sends them once their
+            // cursor is saved; it delivers the rest after.
+            guard poll.unsent == nil else { return }
+            while let (changes, cursor) = take(for: poll) {
+                if sharing { saveCursors([(poll.observer, cursor)]) }
+                send(changes, cursor: cursor, to: poll, asOne: poll.coalesce)
             }
-            return sent
         }
+    }
+
+    /// Delivers to streams a commit woke. Where instances share cursors,
+    /// the changes for each are taken first, their cursors saved in one
+    /// write, and only then sent.
+    func wakeStreams(_ streams: [StreamingPoll]) {
+        guard store.sharesCursors else {
+            for poll in streams { deliver(poll) }
+            return
+        }
+        var taken: [StreamingPoll] = []
+        var cursors: [(id: String, cursor: Int64)] = []
+        for poll in streams {
+            poll.delivering.withLock { _ in
+                guard poll.unsent == nil, let (changes, cursor) = take(for: poll) else { return }
+                poll.unsent = (changes, cursor)
+                taken.append(poll)
+                cursors.append((poll.observer, cursor))
+            }
+        }
+        saveCursors(cursors)
+        for poll in taken {
+            poll.delivering.withLock { _ in
+                if let (changes, cursor) = poll.unsent { send(changes, cursor: cursor, to: poll, asOne: poll.coalesce) }
+                poll.unsent = nil
+            }
+            deliver(poll)
+        }
+    }
+
+    /// The next changes for `poll` after its cursor, which moves past them;
+    /// nil when it has none to send now (parked again, blocked, closed:
+    /// a `gone` event sent first where its cursor is past retention).
+    /// Under `poll.delivering`.
+    private func take(for poll: StreamingPoll) -> (changes: [Change], cursor: Int64)? {
+        guard poll.stream.isOpen, !poll.stream.isBlocked else { return nil }
+        let answer = feed.pollStream(poll, of: poll.observer, since: poll.cursor, limit: 1000, coalesce: poll.coalesce,
+                                     now: ServerClock.wallSeconds)
+        guard let result = answer else {
+            poll.stream.close()
+            return nil
+        }
+        switch result {
+        case .parked, .nothingYet:
+            return nil
+        case .changes(let changes, let cursor):
+            guard !changes.isEmpty else {
+                // Another consumer parked meanwhile: this stream gives way.
+                poll.stream.close()
+                return nil
+            }
+            poll.cursor = cursor
+            return (changes, cursor)
+        case .unknownObserver, .ahead:
+            poll.stream.close()
+        case .gone(let oldest):
+            let gone = Problem.gone(prunedThrough: oldest)
+            poll.stream.send(Self.event("gone", id: nil, data: Problem.json(410, "Gone", gone.detail, extensions: gone.extensions)))
+            poll.stream.close()
+        }
+        return nil
     }
 
     /// Writes `changes` as events: one per transaction, or one in all.

@@ -155,9 +155,10 @@ final class ChangeFeed: Sendable {
         // Saved, where instances share them, before any answer goes out.
         let sharing = store.sharesCursors
         var cursors: [(id: String, cursor: Int64)] = []
+        var streams: [StreamingPoll] = []
         for (_, waiter) in woken {
             if let stream = waiter as? StreamingPoll {
-                if let cursor = deliver(stream), sharing { cursors.append((stream.observer, cursor)) }
+                streams.append(stream)
                 continue
             }
             guard let poll = waiter as? ParkedPoll, let connection = poll.connection else { continue }
@@ -189,6 +190,7 @@ final class ChangeFeed: Sendable {
         metrics.recordWakeups(answers.count)
         saveCursors(cursors)
         resume(answers)
+        wakeStreams(streams)
     }
 
     /// Saves answered cursors where instances share them; a failure is

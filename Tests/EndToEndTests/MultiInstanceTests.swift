@@ -102,6 +102,25 @@ import TestSupport
         #expect(try a.get("/observers/\(observer)").json["cursor"] == answered["cursor"])
     }
 
+    /// A stream's cursor is saved before its event goes out, as a poll's is
+    /// before its answer: a client that has the event and asks another
+    /// instance at once finds the cursor there, and is told nothing twice.
+    @Test func aStreamsCursorIsSavedBeforeItsEventGoesOut() throws {
+        let servers = try Self.cluster(2)
+        let (a, b) = (servers[0].client, servers[1].client)
+        let observer = try a.observer()
+        _ = try a.get("/truck/orderCount", observer: observer)
+        let stream = try EventStreamClient(port: servers[0].port, observer: observer)
+        for round in 1...20 {
+            #expect(try b.post("/truck/orders", Self.order).status == 201)
+            let event = try #require(try stream.next())
+            #expect(event.json.changeList.map { $0["new"] } == [.int(Int64(round))])
+            let id = try #require(event.id.flatMap { Int64($0) })
+            let shown: Int64? = try b.get("/observers/\(observer)").json["cursor"]?.intValue
+            #expect(shown == id, "round \(round)")
+        }
+    }
+
     @Test func oneObserverIsTheSameThroughEveryInstance() throws {
         let servers = try Self.cluster()
         let clients = servers.map(\.client)
