@@ -92,7 +92,14 @@ extension Store {
     /// registry knows, and a read tracked after it replays those inserts and
     /// stores what they imply with the read itself. Stored before they take
     /// effect, so no poll delivers a change through a read not stored.
+    ///
+    /// They take effect in the order of the `seq` each read saw, not the
+    /// order they came in: a key two of them read keeps the earlier `seq`
+    /// (a key already read keeps its own), so the changes between the two
+    /// reach its observer, and the stored row (the first one stored) says
+    /// the same.
     func store(_ tracks: [PendingTrack], on storage: any ModelStorage, woken: inout [(observer: String, waiter: ChangeWaiter)]) {
+        let tracks = tracks.enumerated().sorted { ($0.element.seq, $0.offset) < ($1.element.seq, $1.offset) }.map(\.element)
         var planned: [(track: PendingTrack, plan: ObservationRegistry.TrackPlan)] = []
         do {
             try transaction(on: storage, woken: &woken) {
