@@ -1,10 +1,3 @@
-/// Why a body is not acceptable JSON, with the byte offset where it failed.
-public struct JSONParseError: Error, Equatable, CustomStringConvertible {
-    public let message: String
-    public let offset: Int
-    public var description: String { "\(message) at byte \(offset)" }
-}
-
 /// A strict RFC 8259 parser: valid UTF-8 only, no trailing garbage, no
 /// duplicate keys, nesting bounded so hostile input cannot exhaust the stack.
 public struct JSONParser {
