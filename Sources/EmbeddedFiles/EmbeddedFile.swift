@@ -22,6 +22,3 @@ public struct EmbeddedFile: Sendable {
     /// The bytes as UTF-8 text.
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 }
-
-/// The files built in; the `EmbedFiles` plugin generates their values.
-public enum Embedded {}
