@@ -217,36 +217,6 @@ extension Resource.Check {
 
 // MARK: - In an engine's dialect
 
-/// What an engine tells `Schema.ensure(in:)`: its names for the column
-/// types, the tables it finds, and statements run on its connection, in
-/// the transaction `ensure` runs in.
-package protocol SchemaDialect {
-    /// The type of a column of `type` in a new table (`INTEGER`, `BIGINT`).
-    func typeName(_ type: Schema.ColumnType) -> String
-    /// The table `name` as the database has it, nil when there is none.
-    func table(named name: String) throws -> Schema.FoundTable?
-    func execute(_ sql: String) throws
-    /// Runs `sql` with its placeholders bound to `values`, in order.
-    func execute(_ sql: String, _ values: [JSONValue]) throws
-    /// The placeholder of the `n`th value of a statement, from 1 (`?`, `$1`).
-    func placeholder(_ n: Int) -> String
-}
-
-/// The database's tables differ from the models' declarations in ways
-/// that cannot be made good by adding to them: what differs, table by
-/// table and column by column.
-public struct SchemaMismatch: Error, CustomStringConvertible {
-    public let differences: [String]
-
-    public var description: String {
-        """
-        the database does not match the models' declarations:
-        \(differences.map { "  - " + $0 }.joined(separator: "\n"))
-        Change the declaration to match the table, or change the table with a numbered migration (migrations/README.md).
-        """
-    }
-}
-
 extension Schema {
     /// Makes every table that is missing (with its first rows), adds to
     /// a table that exists the columns it lacks that may be added (nullable,

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// One quota as `/metrics` shows it: a limit that keeps one client, or all
 /// of them together, from taking more than the server can give, what is
 /// used of it now, and the requests it refused.
@@ -18,22 +16,4 @@ public struct QuotaReport: Sendable {
         self.used = used.map(Int64.init)
         self.refusals = refusals.value
     }
-}
-
-/// What enforces quotas, and reports them.
-public protocol QuotaReporting: Sendable {
-    var quotaReports: [QuotaReport] { get }
-}
-
-/// The refusals of one quota, counted.
-public final class RefusalCounter: Sendable {
-    private let count = Atomic<Int>(0)
-
-    public init() {}
-
-    public func record() {
-        count.add(1, ordering: .relaxed)
-    }
-
-    public var value: Int64 { Int64(count.load(ordering: .relaxed)) }
 }
