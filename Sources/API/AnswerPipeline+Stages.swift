@@ -5,6 +5,8 @@ import HTTPServer
 
 /// Counts every answer once, under its route and status (`/metrics`).
 struct RequestMetrics: AnswerMiddleware {
+    var phases: AnswerPhases { .finish }
+
     func finish(_ answer: inout Finishing, context: AnswerContext) {
         context.counter.record(answer.response.status)
     }
@@ -15,6 +17,7 @@ struct RequestMetrics: AnswerMiddleware {
 /// headers a handler added for all of them as well.
 struct CORS: AnswerMiddleware {
     let policy: AccessPolicy
+    var phases: AnswerPhases { [.prepare, .finish] }
 
     func prepare(_ request: HTTPRequest, context: inout AnswerContext) {
         let headers = policy.corsHeaders(for: request)
@@ -29,6 +32,8 @@ struct CORS: AnswerMiddleware {
 
 /// A failure becomes its problem+json answer (`Problem.response(for:)`).
 struct ProblemRendering: AnswerMiddleware {
+    var phases: AnswerPhases { .finish }
+
     func finish(_ answer: inout Finishing, context: AnswerContext) {
         guard let failure = answer.failure else { return }
         answer.response = Problem.response(for: failure)
@@ -40,6 +45,7 @@ struct ProblemRendering: AnswerMiddleware {
 /// allows (`AccessPolicy.deny`); routing sets the access.
 struct AccessCheck: AnswerMiddleware {
     let policy: AccessPolicy
+    var phases: AnswerPhases { .handle }
 
     func handle(_ request: HTTPRequest, context: inout RouteContext,
                 next: (HTTPRequest, inout RouteContext) throws -> Reply) throws -> Reply

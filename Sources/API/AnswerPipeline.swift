@@ -13,6 +13,10 @@ import HTTPServer
 /// whoever gives it and whenever, with the `AnswerContext` the request was
 /// given (`prepare`), which an answer given later keeps.
 protocol AnswerMiddleware: Sendable {
+    /// Which of the three the stage takes part in: the pipeline calls it
+    /// only for those (the others are the defaults, which do nothing).
+    var phases: AnswerPhases { get }
+
     /// Notes what the stage needs of `request` for the answers to it: for
     /// every request, routed or refused by the daemon, before either.
     func prepare(_ request: HTTPRequest, context: inout AnswerContext)
@@ -36,6 +40,14 @@ extension AnswerMiddleware {
     }
 
     func finish(_ answer: inout Finishing, context: AnswerContext) {}
+}
+
+/// The parts of a request's way through the pipeline a stage takes part in.
+struct AnswerPhases: OptionSet, Sendable {
+    let rawValue: UInt8
+    static let prepare = AnswerPhases(rawValue: 1)
+    static let handle = AnswerPhases(rawValue: 2)
+    static let finish = AnswerPhases(rawValue: 4)
 }
 
 /// An answer being finished: its response, or while `failure` is set, the
@@ -80,11 +92,19 @@ struct AnswerContext: Sendable {
 final class AnswerPipeline: Sendable {
     /// Outermost first: `handle` runs in this order, `finish` in the other.
     let stages: [any AnswerMiddleware]
+    /// The stages that take part in each phase, in that order (`finishing`
+    /// innermost first): a request pays only for what a stage does.
+    private let preparing: [any AnswerMiddleware]
+    private let handling: [any AnswerMiddleware]
+    private let finishing: [any AnswerMiddleware]
     /// Where the daemon's own refusals are counted.
     let refused: Metrics.RouteCounter
 
     init(_ stages: [any AnswerMiddleware], metrics: Metrics) {
         self.stages = stages
+        preparing = stages.filter { $0.phases.contains(.prepare) }
+        handling = stages.filter { $0.phases.contains(.handle) }
+        finishing = stages.reversed().filter { $0.phases.contains(.finish) }
         refused = metrics.counter(for: "refused")
     }
 
@@ -98,7 +118,7 @@ final class AnswerPipeline: Sendable {
     /// `counter` until routing finds its route.
     func context(for request: HTTPRequest, counter: Metrics.RouteCounter) -> AnswerContext {
         var context = AnswerContext(counter: counter, pipeline: self)
-        for stage in stages { stage.prepare(request, context: &context) }
+        for stage in preparing { stage.prepare(request, context: &context) }
         return context
     }
 
@@ -121,8 +141,8 @@ final class AnswerPipeline: Sendable {
     private func handle(_ request: HTTPRequest, from index: Int, context: inout RouteContext,
                         endpoint: (inout RouteContext) throws -> Reply) throws -> Reply
     {
-        guard index < stages.count else { return try endpoint(&context) }
-        return try stages[index].handle(request, context: &context) { request, context in
+        guard index < handling.count else { return try endpoint(&context) }
+        return try handling[index].handle(request, context: &context) { request, context in
             try handle(request, from: index + 1, context: &context, endpoint: endpoint)
         }
     }
@@ -130,7 +150,7 @@ final class AnswerPipeline: Sendable {
     /// The response `outcome` makes, through every stage's `finish`.
     func finish(_ outcome: Result<HTTPResponse, any Error>, context: AnswerContext) -> HTTPResponse {
         var answer = Finishing(outcome)
-        for stage in stages.reversed() { stage.finish(&answer, context: context) }
+        for stage in finishing { stage.finish(&answer, context: context) }
         return answer.response
     }
 
