@@ -1,0 +1,209 @@
+import Concurrency
+import ModelObservation
+
+/// Group commit: a write's way from `write` or `submit` to a committed,
+/// published state.
+extension Store {
+    /// Runs `body` as one transaction. Its changes, plus those of computed
+    /// properties whose value moved, are committed with the model's rows,
+    /// then published and their observers woken.
+    public func write<T: Sendable>(_ body: (inout WriteTransaction) throws -> T) throws -> T {
+        try withoutActuallyEscaping(body) { body in
+            let write = PendingWrite(body, completion: nil)
+            commit([write])
+            return try write.outcome.get()
+        }
+    }
+
+    /// Commits `prepared` alone, as `write(_:)` does.
+    public func write<T: Sendable>(_ prepared: PreparedWrite<T>) throws -> T {
+        let write = PendingWrite(prepared.body, afterCommit: prepared.afterCommit, completion: nil)
+        commit([write])
+        return try write.outcome.get()
+    }
+
+    /// Commits `prepared` together with the writes that wait beside it.
+    ///
+    /// When nobody is committing, it is committed at once on this thread and
+    /// its outcome returned. Otherwise `wait` is asked whether the caller
+    /// can wait (a suspended connection can; it is called under the queue's
+    /// lock, so the commit running cannot end in between): if so, the write
+    /// is queued, nil is returned, and `completion` gets the outcome on the
+    /// committing thread once the group it joined is committed. If not, it
+    /// is committed on its own, as `write` does. Each write keeps its own
+    /// changes, seqs and transaction number, and fails alone.
+    public func submit<T: Sendable>(_ prepared: PreparedWrite<T>, wait: () -> Bool,
+                                    then completion: @escaping @Sendable (Result<T, any Error>) -> Void) -> Result<T, any Error>?
+    {
+        let write = PendingWrite(prepared.body, afterCommit: prepared.afterCommit, completion: completion)
+        return commitOrQueue(write, wait: wait) ? write.outcome : nil
+    }
+
+    /// Commits `write` on this thread when nobody is committing, or when
+    /// the caller cannot wait, and returns true: its outcome is then the
+    /// caller's to read. Otherwise queues it for the committing thread,
+    /// which hands the outcome to its completion, and returns false.
+    func commitOrQueue(_ write: any QueuedWrite, wait: () -> Bool) -> Bool {
+        switch queue.enter(write, wait: wait) {
+        case .queued:
+            return false
+        case .commitNow:
+            write.answeredByCaller()
+            commit([write])
+            queue.leave()
+        case .commitAlone:
+            write.answeredByCaller()
+            commit([write])
+        case .closed:
+            write.answeredByCaller()
+            write.fail(ModelError(.unavailable, "the server is stopping"))
+        }
+        return true
+    }
+
+    /// Most writes committed in one transaction.
+    static let batchLimit = 128
+
+    /// Starts the commit thread: it ends once the queue is closed and empty.
+    func startCommitting() {
+        let thread = ServiceThread.start(name: "observable.commit") { [weak self, queue] _ in
+            while let batch = queue.take(limit: Self.batchLimit) {
+                guard let self else {
+                    for write in batch {
+                        write.fail(ModelError(.unavailable, "the store is closed"))
+                        write.finish(nil)
+                    }
+                    continue
+                }
+                self.commit(batch)
+            }
+        }
+        committer.withLock { $0 = thread }
+    }
+
+    /// Commits `batch`: in one transaction when it can, else each write in
+    /// its own. Then wakes the observers of the changes and hands each
+    /// write its outcome, after the writer lock.
+    func commit(_ batch: [any QueuedWrite]) {
+        // Reads to store wait in the same queue; they are stored apart from
+        // the models' writes, after them (`store(_:on:woken:)`).
+        var writes: [any QueuedWrite] = []
+        var tracks: [PendingTrack] = []
+        for write in batch {
+            if let track = write as? PendingTrack { tracks.append(track) } else { writes.append(write) }
+        }
+        // `replaced` is the state before the batch: kept so that the last
+        // reference to what the writes replaced is dropped after the lock.
+        let (woken, replaced) = writer.withLock { storage in
+            let replaced = snapshot
+            var woken: [(observer: String, waiter: ChangeWaiter)] = []
+            if !writes.isEmpty && !transact(writes, on: storage, woken: &woken) && writes.count > 1 {
+                // The transaction failed as a whole (a write failed after
+                // changing rows, or the commit failed): each write again on
+                // its own, so that only the one at fault fails.
+                for write in writes { _ = transact([write], on: storage, woken: &woken) }
+            }
+            if !tracks.isEmpty { store(tracks, on: storage, woken: &woken) }
+            return (woken, replaced)
+        }
+        // Observers first: a write's answer may take long to render (a
+        // whole singleton), and the parked polls need only their changes.
+        if !woken.isEmpty, let wake = wake.withLock({ $0 }) { wake(woken) }
+        for write in batch { write.finish(self) }
+        withExtendedLifetime(replaced) {}
+    }
+
+    /// Runs the writes of `batch` in one transaction, each on the state the
+    /// one before it left, commits, publishes and makes the result the
+    /// current state. A write that throws before changing any row just fails
+    /// alone. Returns false when the transaction was rolled back: then each
+    /// write's outcome is the error.
+    private func transact(_ batch: [any QueuedWrite], on storage: any ModelStorage,
+                          woken: inout [(observer: String, waiter: ChangeWaiter)]) -> Bool
+    {
+        var committed: [Change] = []
+        /// By change, the receivers whose implied reads were stored with it.
+        var storedImplied: [Int64: Set<String>] = [:]
+        var writes: Int64 = 0
+        var state: ModelState
+        do {
+            if let shared {
+                // Decided on the current state.
+                try beginCaughtUp(shared, woken: &woken)
+            } else {
+                try storage.begin()
+            }
+            state = snapshot.state
+            do {
+                for write in batch {
+                    let rowsBefore = storage.rowsChanged
+                    let seqBefore = state.seq
+                    let singletonsBefore = WriteTransaction.computedOfSingletons(in: state, catalog)
+                    var transaction = WriteTransaction(state: state, storage: storage, catalog: catalog)
+                    // The transaction's state is then the only reference: the
+                    // write changes it in place (after the batch's first, which
+                    // copies what it changes from the current snapshot).
+                    state = ModelState(seq: seqBefore)
+                    do {
+                        try write.run(&transaction)
+                    } catch {
+                        guard storage.rowsChanged == rowsBefore else { throw error }
+                        // No row changed, so neither did the state (models
+                        // change it only after storing its rows).
+                        state = transaction.state
+                        write.fail(error)
+                        continue
+                    }
+                    transaction.finish(singletonsBefore: singletonsBefore)
+                    let first = seqBefore + 1
+                    for (offset, change) in transaction.pending.enumerated() {
+                        let change = change.committed(seq: first + Int64(offset), transaction: first)
+                        let receivers = try append(change, to: storage)
+                        // For the reads of a reader tracked in between (at publish, below).
+                        if let receivers { storedImplied[change.seq] = receivers }
+                        committed.append(change)
+                    }
+                    state = transaction.state
+                    state.seq = seqBefore + Int64(transaction.pending.count)
+                    writes += 1
+                }
+                try storage.commit()
+            } catch {
+                storage.rollback()
+                throw error
+            }
+        } catch {
+            for write in batch { write.fail(error) }
+            return false
+        }
+        // Publish before the new state is visible: a read that sees the new
+        // state then tracks at a seq the registry already knows.
+        woken += reads.publish(committed, storedImplied: storedImplied)
+        let next = Snapshot(state)
+        current.withLock { $0 = next }
+        if let shared {
+            let version = shared.committedVersion
+            appliedVersion.withLock { $0 = max($0, version) }
+        }
+        commits.withLock { $0.transactions += 1; $0.writes += writes }
+        return true
+    }
+
+    /// Stores `change`, and the reads it implies for its receivers; returns
+    /// those receivers (nil when it implies none).
+    private func append(_ change: Change, to storage: any ModelStorage) throws -> Set<String>? {
+        try storage.append(change)
+        // Whoever reads a collection has read the elements it is told about.
+        // Reads stored in the group commit are tracked under this same lock
+        // (`store(_:on:woken:)`), so the readers the registry names now are
+        // those `publish` reaches; with SQLite's read journal, `publish`
+        // journals the reads of a reader that came in between. One that has
+        // just been deleted is skipped by PostgreSQL's join; on SQLite its
+        // row stays until the next start deletes it (see
+        // `SQLiteStorage.observers`).
+        guard !change.impliedReads.isEmpty else { return nil }
+        let receivers = registry.readers(of: change.keys, before: change.seq)
+        try reads.durability.storeImplied(receivers.map { ObserverReads(observer: $0, seq: change.seq, keys: change.impliedReads) })
+        return receivers
+    }
+}
