@@ -4,6 +4,16 @@ import ModelObservation
 /// Group commit: a write's way from `write` or `submit` to a committed,
 /// published state.
 extension Store {
+    /// Transactions committed by writes, and the writes committed in them.
+    public var commitCounts: (transactions: Int64, writes: Int64) { groupCommit.counts }
+
+    /// Sets who is told about observers to wake after each commit.
+    public func onWake(_ wake: @escaping Wake) {
+        groupCommit.onWake(wake)
+    }
+
+    var wakeHandler: Wake? { groupCommit.wakeHandler }
+
     /// Runs `body` as one transaction. Its changes, plus those of computed
     /// properties whose value moved, are committed with the model's rows,
     /// then published and their observers woken.
@@ -39,46 +49,11 @@ extension Store {
         return commitOrQueue(write, wait: wait) ? write.outcome : nil
     }
 
-    /// Commits `write` on this thread when nobody is committing, or when
-    /// the caller cannot wait, and returns true: its outcome is then the
-    /// caller's to read. Otherwise queues it for the committing thread,
-    /// which hands the outcome to its completion, and returns false.
+    /// Commits `write` on this thread, or queues it for the committing
+    /// thread (see `GroupCommit.commitOrQueue`): true when its outcome is
+    /// the caller's to read.
     func commitOrQueue(_ write: any QueuedWrite, wait: () -> Bool) -> Bool {
-        switch queue.enter(write, wait: wait) {
-        case .queued:
-            return false
-        case .commitNow:
-            write.answeredByCaller()
-            commit([write])
-            queue.leave()
-        case .commitAlone:
-            write.answeredByCaller()
-            commit([write])
-        case .closed:
-            write.answeredByCaller()
-            write.fail(ModelError(.unavailable, "the server is stopping"))
-        }
-        return true
-    }
-
-    /// Most writes committed in one transaction.
-    static let batchLimit = 128
-
-    /// Starts the commit thread: it ends once the queue is closed and empty.
-    func startCommitting() {
-        let thread = ServiceThread.start(name: "observable.commit") { [weak self, queue] _ in
-            while let batch = queue.take(limit: Self.batchLimit) {
-                guard let self else {
-                    for write in batch {
-                        write.fail(ModelError(.unavailable, "the store is closed"))
-                        write.finish(nil)
-                    }
-                    continue
-                }
-                self.commit(batch)
-            }
-        }
-        committer.withLock { $0 = thread }
+        groupCommit.commitOrQueue(write, wait: wait, commit: commit)
     }
 
     /// Commits `batch`: in one transaction when it can, else each write in
@@ -108,7 +83,7 @@ extension Store {
         }
         // Observers first: a write's answer may take long to render (a
         // whole singleton), and the parked polls need only their changes.
-        if !woken.isEmpty, let wake = wake.withLock({ $0 }) { wake(woken) }
+        if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
         for write in batch { write.finish(self) }
         withExtendedLifetime(replaced) {}
     }
@@ -185,7 +160,7 @@ extension Store {
             let version = shared.committedVersion
             appliedVersion.withLock { $0 = max($0, version) }
         }
-        commits.withLock { $0.transactions += 1; $0.writes += writes }
+        groupCommit.counted(writes: writes)
         return true
     }
 

@@ -58,12 +58,9 @@ public final class Store: Sendable {
     /// What reads see: replaced whole after each commit, so that a read
     /// takes one reference rather than one per model.
     let current: Locked<Snapshot>
-    /// Writes waiting for the next group commit.
-    let queue: WriteQueue
-    /// Commits the writes that gather while another commit runs (set once, in `init`).
-    let committer = Locked<ServiceThread?>(nil)
-    let commits = Locked<(transactions: Int64, writes: Int64)>((0, 0))
-    let wake: Locked<Wake?>
+    /// The writes waiting for a commit, the thread that commits them, and
+    /// who is told which observers to wake.
+    let groupCommit: GroupCommit
     public let logger: Logger
 
     /// Applies the catalog's pending migrations to `storage` and makes or
@@ -100,12 +97,11 @@ public final class Store: Sendable {
         quotas = ObserverQuotas(configuration)
         self.shared = shared
         reads = ReadTracking(registry: registry, durability: readDurability, logger: logger)
-        queue = WriteQueue(handsOver: shared != nil)
+        groupCommit = GroupCommit(handsOver: shared != nil)
         self.appliedVersion = Locked(version)
         self.current = Locked(Snapshot(state))
-        self.wake = Locked(nil)
         self.logger = logger
-        startCommitting()
+        groupCommit.start(committingThrough: self)
         if shared != nil { startFollowing() }
         reads.start(writer)
     }
@@ -113,18 +109,8 @@ public final class Store: Sendable {
     deinit {
         // Not waited for: this may run on that thread.
         reads.stop(timeout: .zero)
-        queue.close()
+        groupCommit.close()
     }
-
-    /// Transactions committed by writes, and the writes committed in them.
-    public var commitCounts: (transactions: Int64, writes: Int64) { commits.withLock { $0 } }
-
-    /// Sets who is told about observers to wake after each commit.
-    public func onWake(_ wake: @escaping Wake) {
-        self.wake.withLock { $0 = wake }
-    }
-
-    var wakeHandler: Wake? { wake.withLock { $0 } }
 
     /// The current state (a cheap copy-on-write snapshot).
     public var state: ModelState { snapshot.state }
@@ -135,9 +121,9 @@ public final class Store: Sendable {
     /// Commits the writes already submitted, persists what is pending and
     /// closes the database. Writes submitted after this fail.
     public func close() {
-        queue.close()
+        groupCommit.close()
         // Unbounded: an acknowledged write must not be cut off by closing.
-        committer.withLock { $0 }?.join()
+        groupCommit.join()
         follower.withLock { $0 }?.stop()
         synchronizer.withLock { $0 }?.stop()
         reads.stop(timeout: nil)
