@@ -1,8 +1,8 @@
 import Concurrency
 import ModelObservation
 
-/// Group commit: a write's way from `write` or `submit` to a committed,
-/// published state.
+/// A write's way from `write` or `submit` to a committed, published,
+/// current state; `GroupCommit` decides who commits it, and when.
 extension Store {
     /// Transactions committed by writes, and the writes committed in them.
     public var commitCounts: (transactions: Int64, writes: Int64) { groupCommit.counts }
@@ -102,9 +102,9 @@ extension Store {
         var writes: Int64 = 0
         var state: ModelState
         do {
-            if let shared {
+            if let sharing {
                 // Decided on the current state.
-                try beginCaughtUp(shared, woken: &woken)
+                try beginCaughtUp(sharing, woken: &woken)
             } else {
                 try storage.begin()
             }
@@ -156,10 +156,7 @@ extension Store {
         woken += reads.publish(committed, storedImplied: storedImplied)
         let next = Snapshot(state)
         current.withLock { $0 = next }
-        if let shared {
-            let version = shared.committedVersion
-            appliedVersion.withLock { $0 = max($0, version) }
-        }
+        sharing?.appliedOwnCommit()
         groupCommit.counted(writes: writes)
         return true
     }
@@ -180,5 +177,38 @@ extension Store {
         let receivers = registry.readers(of: change.keys, before: change.seq)
         try reads.durability.storeImplied(receivers.map { ObserverReads(observer: $0, seq: change.seq, keys: change.impliedReads) })
         return receivers
+    }
+
+    /// Runs `body` on the storage under the writer lock; on a shared one,
+    /// in an ordered transaction, after catching up with the others.
+    package func exclusive<T>(_ body: (any ModelStorage) throws -> T) throws -> T {
+        var woken: [(observer: String, waiter: ChangeWaiter)] = []
+        let result = try writer.withLock { storage -> T in
+            guard sharing != nil else { return try body(storage) }
+            return try transaction(on: storage, woken: &woken) { try body(storage) }
+        }
+        if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
+        return result
+    }
+
+    /// Runs `body` in one transaction on `storage`, an ordered one caught up
+    /// with the others first on a shared storage, and commits it; rolls it
+    /// back when `body` or the commit throws. Call holding the writer lock.
+    func transaction<T>(on storage: any ModelStorage, woken: inout [(observer: String, waiter: ChangeWaiter)],
+                        _ body: () throws -> T) throws -> T {
+        if let sharing { try beginCaughtUp(sharing, woken: &woken) } else { try storage.begin() }
+        do {
+            let result = try body()
+            if let sharing {
+                try sharing.storage.commit()
+                sharing.appliedOwnCommit()
+            } else {
+                try storage.commit()
+            }
+            return result
+        } catch {
+            if let sharing { sharing.storage.rollback() } else { storage.rollback() }
+            throw error
+        }
     }
 }

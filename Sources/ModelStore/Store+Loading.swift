@@ -1,5 +1,6 @@
 import Concurrency
 
+/// The state, as the models' tables hold it.
 extension Store {
     /// Every model of `catalog` from its table, nested elements inside theirs.
     static func loadState(_ storage: any ModelStorage, _ catalog: Catalog) throws -> ModelState {

@@ -13,6 +13,12 @@ import Concurrency
 /// Which models there are, and their tables, comes from its `Catalog`.
 /// Reads are served from an in-memory copy of the state that is replaced
 /// only after a commit, so a read never shows an uncommitted write.
+///
+/// It owns the state, the storage behind the writer lock and the registry,
+/// and leaves each other job to a part: `GroupCommit` (who commits a write,
+/// and when), `ReadTracking` (observers' reads, made durable),
+/// `ObserverQuotas`, and `InstanceSharing` when several instances share
+/// the database.
 public final class Store: Sendable {
     public typealias Wake = @Sendable ([(observer: String, waiter: ChangeWaiter)]) -> Void
 
@@ -20,41 +26,17 @@ public final class Store: Sendable {
     /// answered after its lock is released.
     let registry: ObservationRegistry
     public let catalog: Catalog
+    /// The storage, behind the writer lock: taken before the reads lock,
+    /// which is taken before the registry's.
     let writer: Exclusive<any ModelStorage>
     /// The quotas on observers, and their refusals.
     let quotas: ObserverQuotas
-    /// The same storage when several instances share it; its calls made
-    /// outside the writer lock (the probe, the listener, claims) have
-    /// connections and locks of their own.
-    let shared: (any SharedStorage)?
+    /// Several instances sharing the database: nil on a database of
+    /// one's own.
+    let sharing: InstanceSharing?
     /// Observers' reads, in the registry and made durable by the engine's
     /// one way (SQLite's read journal or database, PostgreSQL's database).
     let reads: ReadTracking
-    /// The journal's version the state reflects (shared storage only);
-    /// moved after the state it stands for is current.
-    let appliedVersion: Locked<Int64>
-    /// One question to the database for the reads waiting at that moment.
-    let freshness = SharedRound()
-    /// Follows the other instances' commits (shared storage only).
-    let follower = Locked<ServiceThread?>(nil)
-    /// Reads waiting for the state to catch up (`whenSynchronized`), and the
-    /// thread that serves them.
-    let waitingForSync = Locked<[@Sendable (Result<Void, any Error>) -> Void]>([])
-    let synchronizer = Locked<ServiceThread?>(nil)
-    /// Observers with a stream announced open on another instance (several
-    /// instances): a poll answered here at once ends it.
-    let remoteStreams = Locked<Set<String>>([])
-    /// This instance among those sharing the database.
-    let instance = Identifier.make()
-    /// Per observer, this instance's announcements of a consumer (a parked
-    /// poll, a stream, a poll answered at once) not heard back yet, and
-    /// when the last was sent. Announcements reach every instance in the
-    /// order they were sent, on one channel: one from another instance
-    /// heard before them was sent before them, and names an older
-    /// consumer, which must not end this one (`giveWay`).
-    let unheardAnnouncements = Locked<[String: (count: Int, sent: ServerClock.Instant)]>([:])
-    /// Answers parked polls that gave way to one parked elsewhere.
-    let displacedHandler = Locked<Wake?>(nil)
     /// What reads see: replaced whole after each commit, so that a read
     /// takes one reference rather than one per model.
     let current: Locked<Snapshot>
@@ -95,14 +77,13 @@ public final class Store: Sendable {
         self.catalog = catalog
         self.writer = Exclusive(storage)
         quotas = ObserverQuotas(configuration)
-        self.shared = shared
+        sharing = shared.map { InstanceSharing(storage: $0, appliedVersion: version, logger: logger) }
         reads = ReadTracking(registry: registry, durability: readDurability, logger: logger)
-        groupCommit = GroupCommit(handsOver: shared != nil)
-        self.appliedVersion = Locked(version)
+        groupCommit = GroupCommit(handsOver: sharing != nil)
         self.current = Locked(Snapshot(state))
         self.logger = logger
         groupCommit.start(committingThrough: self)
-        if shared != nil { startFollowing() }
+        sharing?.start(for: self)
         reads.start(writer)
     }
 
@@ -124,8 +105,7 @@ public final class Store: Sendable {
         groupCommit.close()
         // Unbounded: an acknowledged write must not be cut off by closing.
         groupCommit.join()
-        follower.withLock { $0 }?.stop()
-        synchronizer.withLock { $0 }?.stop()
+        sharing?.stop()
         reads.stop(timeout: nil)
         maintain()
         // What is still journaled is stored.
