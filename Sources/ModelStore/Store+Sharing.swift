@@ -4,10 +4,11 @@ import ModelObservation
 
 /// Several instances on one shared database: each keeps the whole state
 /// and registry in memory, and follows what the others commit through the
-/// journal, in commit order.
+/// journal, in commit order. What is particular to sharing is kept by
+/// `InstanceSharing`; here the store applies what it learns.
 extension Store {
     /// Whether other instances may share this store's database.
-    public var isShared: Bool { shared != nil }
+    public var isShared: Bool { sharing != nil }
 
     /// Makes the state reflect every commit made, through any instance,
     /// before this call: asks the database for its newest version (one
@@ -15,10 +16,10 @@ extension Store {
     /// when behind. Nothing to do on a database of one's own. Throws `.busy`
     /// when the database cannot be reached.
     public func synchronize() throws {
-        guard let shared else { return }
-        try freshness.pass {
-            let newest = try shared.newestVersion()
-            if newest > appliedVersion.withLock({ $0 }) { try follow(to: newest) }
+        guard let sharing else { return }
+        try sharing.freshness.pass {
+            let newest = try sharing.storage.newestVersion()
+            if newest > sharing.appliedVersion { try follow(to: newest) }
         }
     }
 
@@ -27,89 +28,32 @@ extension Store {
     /// asks the database: the callers waiting while it asks are served by
     /// its next question, all together. At once on a database of one's own.
     public func whenSynchronized(_ then: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        guard shared != nil, let thread = synchronizer.withLock({ $0 }) else {
+        guard let sharing, sharing.whenSynchronized(then) else {
             then(Result { try synchronize() })
             return
         }
-        waitingForSync.withLock { $0.append(then) }
-        thread.wake()
-    }
-
-    /// Starts the thread that answers `whenSynchronized`.
-    func startSynchronizing() {
-        let thread = ServiceThread.start(name: "observable.sync") { [weak self] thread in
-            while true {
-                guard let self else { return }
-                let waiting = self.waitingForSync.withLock { waiting in
-                    defer { waiting.removeAll(keepingCapacity: true) }
-                    return waiting
-                }
-                guard !waiting.isEmpty else {
-                    if thread.isStopping { return }
-                    if thread.sleep(seconds: 3600) { continue }
-                    continue
-                }
-                let result = Result { try self.synchronize() }
-                for then in waiting { then(result) }
-            }
-        }
-        synchronizer.withLock { $0 = thread }
     }
 
     /// Applies what other instances committed through `newest` (all of it
     /// when nil), then wakes the observers it reaches.
     func follow(to newest: Int64?) throws {
-        guard let shared else { return }
+        guard let sharing else { return }
         // This instance's own commits are announced to it too: nothing to do.
-        if let newest, newest <= appliedVersion.withLock({ $0 }) { return }
+        if let newest, newest <= sharing.appliedVersion { return }
         var woken: [(observer: String, waiter: ChangeWaiter)] = []
-        try writer.withLock { _ in try catchUp(shared, to: newest, woken: &woken) }
+        try writer.withLock { _ in try catchUp(sharing, to: newest, woken: &woken) }
         if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
-    }
-
-    /// Runs `body` on the storage under the writer lock; on a shared one,
-    /// in an ordered transaction, after catching up with the others.
-    package func exclusive<T>(_ body: (any ModelStorage) throws -> T) throws -> T {
-        var woken: [(observer: String, waiter: ChangeWaiter)] = []
-        let result = try writer.withLock { storage -> T in
-            guard shared != nil else { return try body(storage) }
-            return try transaction(on: storage, woken: &woken) { try body(storage) }
-        }
-        if !woken.isEmpty, let wake = wakeHandler { wake(woken) }
-        return result
-    }
-
-    /// Runs `body` in one transaction on `storage`, an ordered one caught up
-    /// with the others first on a shared storage, and commits it; rolls it
-    /// back when `body` or the commit throws. Call holding the writer lock.
-    func transaction<T>(on storage: any ModelStorage, woken: inout [(observer: String, waiter: ChangeWaiter)],
-                        _ body: () throws -> T) throws -> T {
-        if let shared { try beginCaughtUp(shared, woken: &woken) } else { try storage.begin() }
-        do {
-            let result = try body()
-            if let shared {
-                try shared.commit()
-                let version = shared.committedVersion
-                appliedVersion.withLock { $0 = max($0, version) }
-            } else {
-                try storage.commit()
-            }
-            return result
-        } catch {
-            if let shared { shared.rollback() } else { storage.rollback() }
-            throw error
-        }
     }
 
     /// Begins an ordered transaction and applies first what other instances
     /// committed before it took the order (rolled back if that fails). Call
     /// holding the writer lock.
-    func beginCaughtUp(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: ChangeWaiter)]) throws {
-        let newest = try shared.beginOrdered()
+    func beginCaughtUp(_ sharing: InstanceSharing, woken: inout [(observer: String, waiter: ChangeWaiter)]) throws {
+        let newest = try sharing.storage.beginOrdered()
         do {
-            try catchUp(shared, to: newest, woken: &woken)
+            try catchUp(sharing, to: newest, woken: &woken)
         } catch {
-            shared.rollback()
+            sharing.storage.rollback()
             throw error
         }
     }
@@ -117,11 +61,12 @@ extension Store {
     /// Applies the journal after the applied version, through `newest`
     /// (everything when nil): rows to the state, changes and observers to
     /// the registry, in commit order. Call holding the writer lock.
-    func catchUp(_ shared: any SharedStorage, to newest: Int64?, woken: inout [(observer: String, waiter: ChangeWaiter)]) throws {
-        let applied = appliedVersion.withLock { $0 }
+    func catchUp(_ sharing: InstanceSharing, to newest: Int64?, woken: inout [(observer: String, waiter: ChangeWaiter)]) throws {
+        let shared = sharing.storage
+        let applied = sharing.appliedVersion
         if let newest, newest <= applied { return }
         guard let entries = try shared.journal(after: applied) else {
-            try reload(shared, woken: &woken)
+            try reload(sharing, woken: &woken)
             return
         }
         guard let last = entries.last else { return }
@@ -159,13 +104,14 @@ extension Store {
         woken += registry.apply(events)
         let next = Snapshot(state)
         current.withLock { $0 = next }
-        appliedVersion.withLock { $0 = max($0, last.version) }
+        sharing.applied(through: last.version)
     }
 
     /// Loads the state, the observers and the log again, when the journal no
     /// longer holds what this instance missed (it was cut off for long):
     /// every parked poll is asked again.
-    private func reload(_ shared: any SharedStorage, woken: inout [(observer: String, waiter: ChangeWaiter)]) throws {
+    private func reload(_ sharing: InstanceSharing, woken: inout [(observer: String, waiter: ChangeWaiter)]) throws {
+        let shared = sharing.storage
         logger.warning("the shared journal no longer holds what this instance missed: loading everything again")
         let retain = Int64(registry.retain)
         let (state, version, observers, changes) = try shared.consistently {
@@ -175,61 +121,17 @@ extension Store {
         woken += registry.reload(observers: observers, changes: changes, lastSeq: state.seq)
         let next = Snapshot(state)
         current.withLock { $0 = next }
-        appliedVersion.withLock { $0 = version }
+        sharing.reloaded(at: version)
     }
 
-    // MARK: - Following the others
-
-    /// Starts the thread that listens for the others' commits and applies
-    /// them; while the database cannot be reached it tries again with
-    /// backoff, and catches up once it can.
-    func startFollowing() {
-        let thread = ServiceThread.start(name: "observable.follow") { [weak self] thread in
-            var backoff = 0.05
-            var caughtUp = false
-            while !thread.isStopping {
-                guard let self, let shared = self.shared else { return }
-                do {
-                    let (announced, parked) = try shared.awaitAnnouncement(timeout: 0.25)
-                    // After (re)connecting the listener, announcements made
-                    // before it listened are caught up from the journal.
-                    if announced != nil || !caughtUp {
-                        try self.follow(to: caughtUp ? announced : nil)
-                        caughtUp = true
-                    }
-                    self.giveWay(parked)
-                    backoff = 0.05
-                } catch {
-                    if caughtUp { self.logger.warning("lost the shared database: \(error)") }
-                    caughtUp = false
-                    if thread.sleep(seconds: backoff) { return }
-                    backoff = min(backoff * 2, 2)
-                }
-            }
-        }
-        follower.withLock { $0 = thread }
-        startSynchronizing()
-    }
+    // MARK: - Consumers and cursors
 
     /// Announces a poll of `observer` parked on this instance, or a stream
     /// of it opened here, so that one parked or open on another gives way
     /// (one consumer per observer, as on one server). Nothing to do on a
     /// database of one's own.
     public func announceParked(_ observer: String, stream: Bool = false) {
-        guard let shared else { return }
-        remoteStreams.withLock { _ = $0.remove(observer) }
-        let sent = ServerClock.now
-        unheardAnnouncements.withLock { $0[observer] = (($0[observer]?.count ?? 0) + 1, sent) }
-        do {
-            try shared.announceParked(instance: instance, observer: observer, stream: stream)
-        } catch {
-            // Never to be heard back.
-            unheardAnnouncements.withLock { unheard in
-                guard let entry = unheard[observer] else { return }
-                unheard[observer] = entry.count > 1 ? (entry.count - 1, entry.sent) : nil
-            }
-            logger.warning("could not announce a parked poll: \(error)")
-        }
+        sharing?.announceParked(observer, stream: stream)
     }
 
     /// Makes observer `id`'s cursor (the default `since`) the one last
@@ -237,124 +139,45 @@ extension Store {
     /// one's own, where the registry's is that one. Returns the cursor read.
     @discardableResult
     public func refreshCursor(of id: String) throws -> Int64? {
-        guard let shared, PlantedFault.current != .forgetCursor, let saved = try shared.savedCursor(of: id) else { return nil }
+        guard let sharing, PlantedFault.current != .forgetCursor, let saved = try sharing.storage.savedCursor(of: id) else { return nil }
         registry.setCursor(of: id, to: saved)
         return saved
     }
 
     /// Whether answered cursors are saved as they are answered (several
     /// instances), rather than by the housekeeping.
-    public var sharesCursors: Bool { shared != nil && PlantedFault.current != .forgetCursor }
+    public var sharesCursors: Bool { sharing != nil && PlantedFault.current != .forgetCursor }
 
     /// Saves the cursors just answered to these observers before the
     /// answers go out, so that each one's next request, through any
     /// instance, goes on from there. On a database of one's own the
     /// housekeeping saves them (within a second, and at a clean stop).
     public func saveCursors(_ cursors: [(id: String, cursor: Int64)]) throws {
-        guard let shared, !cursors.isEmpty, sharesCursors else { return }
-        try shared.saveCursors(cursors)
+        guard let sharing, !cursors.isEmpty, sharesCursors else { return }
+        try sharing.storage.saveCursors(cursors)
     }
 
     /// Ends a stream of `observer` open on another instance, if one was
     /// announced: a poll answered here at once is its consumer now, as on
     /// one server (a poll that parks announces itself).
     public func endStreamElsewhere(of observer: String) {
-        guard shared != nil, remoteStreams.withLock({ $0.contains(observer) }) else { return }
-        announceParked(observer)
+        sharing?.endStreamElsewhere(of: observer)
     }
-
-    /// Answers this instance's parked polls, and ends its streams, of
-    /// observers parked anew elsewhere; remembers the streams opened
-    /// elsewhere.
-    private func giveWay(_ parked: [ParkedAnnouncement]) {
-        // In the order they were sent: another instance's announcement heard
-        // before this one's own of the same observer comes back was sent
-        // before it, so the consumer it names is older than this one's, and
-        // is the one to give way (this one's announcement tells it so).
-        // What was not heard back within `announcementHorizon` (a listener
-        // that reconnected) no longer holds others back.
-        let others = unheardAnnouncements.withLock { Self.newer(parked, than: instance, unheard: &$0, now: ServerClock.now) }
-        guard !others.isEmpty else { return }
-        remoteStreams.withLock { streams in
-            for announcement in others {
-                if announcement.stream { streams.insert(announcement.observer) } else { streams.remove(announcement.observer) }
-            }
-        }
-        let displaced = registry.takeWaiters(of: others.map(\.observer))
-        if !displaced.isEmpty, let handler = displacedHandler.withLock({ $0 }) { handler(displaced) }
-    }
-
-    /// Of `parked` (announcements in the order heard), those of other
-    /// instances sent after every announcement of `instance`'s of the same
-    /// observer: those heard before its own comes back were sent before it
-    /// (`unheard`, which its own, heard, leave).
-    static func newer(_ parked: [ParkedAnnouncement], than instance: String,
-                      unheard: inout [String: (count: Int, sent: ServerClock.Instant)], now: ServerClock.Instant) -> [ParkedAnnouncement]
-    {
-        parked.filter { announcement in
-            guard let entry = unheard[announcement.observer] else { return announcement.instance != instance }
-            if announcement.instance == instance {
-                unheard[announcement.observer] = entry.count > 1 ? (entry.count - 1, entry.sent) : nil
-                return false
-            }
-            guard entry.sent.advanced(by: announcementHorizon) < now else { return false }
-            unheard[announcement.observer] = nil
-            return true
-        }
-    }
-
-    /// How long this instance's announcement may take to be heard back
-    /// before announcements of others count again.
-    static let announcementHorizon: Duration = .seconds(10)
 
     /// Sets who answers parked polls that gave way to a poll parked on another instance.
     public func onDisplaced(_ handler: @escaping Wake) {
-        displacedHandler.withLock { $0 = handler }
+        sharing?.onDisplaced(handler)
     }
 
     /// Whether the shared database answers now (always true for SQLite).
     public var isDatabaseReachable: Bool {
-        guard let shared else { return true }
-        return (try? shared.newestVersion()) != nil
+        sharing?.isReachable ?? true
     }
 
     /// Whether this instance is, now, the one that runs `work` among those
     /// sharing the database (always true for a database of one's own).
     public func claim(_ work: String) -> Bool {
-        guard let shared else { return true }
-        return (try? shared.claim(work)) ?? false
-    }
-
-    // MARK: - Housekeeping
-
-    /// Seconds past its TTL before an observer used through another
-    /// instance is dropped: uses are saved by each instance every second.
-    static let sharedExpiryGrace = 2.0
-
-    func maintainShared(_ shared: any SharedStorage, now: Double) {
-        let (prunedThrough, _, dirty) = registry.housekeeping(now: now, expiring: false, touchingParked: true)
-        do {
-            try writer.withLock { storage in
-                try storage.housekeep(pruneThrough: prunedThrough, expired: [], used: dirty)
-            }
-            // Expiry is decided on the uses every instance saved.
-            let expired = try writer.withLock { _ in try shared.expiredObservers(now: now, grace: Self.sharedExpiryGrace) }
-            if !expired.isEmpty {
-                try exclusive { storage in
-                    for id in expired {
-                        guard let waiter = registry.remove(id).waiter else { try storage.deleteObserver(id); continue }
-                        try storage.deleteObserver(id)
-                        if let wake = wakeHandler { wake([(id, waiter)]) }
-                    }
-                }
-                logger.debug("observers expired: \(expired.count)")
-            }
-            if claim("journal") {
-                try writer.withLock { _ in try shared.pruneJournal(now: now) }
-            }
-        } catch {
-            logger.error("housekeeping failed: \(error)")
-        }
+        sharing?.claim(work) ?? true
     }
 }
 
