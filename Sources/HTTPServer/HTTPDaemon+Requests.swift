@@ -141,7 +141,7 @@ extension HTTPDaemon {
     /// Called with a request's target (path and query, as sent) before
     /// libmicrohttpd parses its query; the context returned, if any, becomes
     /// the request's. Only the target given is read: its parameters are
-    /// libmicrohttpd's to parse (`queryParameters`).
+    /// libmicrohttpd's to parse (`readQuery`).
     func takeTarget(_ target: UnsafePointer<CChar>, connection: OpaquePointer) -> UnsafeMutableRawPointer? {
         let hasQuery = strchr(target, Int32(UInt8(ascii: "?"))) != nil
         let hasBlank = Self.hasBlankOrControl(target)
