@@ -102,20 +102,33 @@ extension Shape {
     /// `remove` when it leaves, the `set` of a shown field of one that
     /// stays; nil for nothing.
     func said(_ change: Change, at place: Place, _ states: ElementStates) -> Change? {
+        guard let query, let operation = effect(of: change, at: place, states) else { return nil }
+        switch operation {
+        case .insert:
+            return Change(said: change, path: collection, operation: .insert, old: nil, new: project(states.afterImage ?? "{}"), query: query.text)
+        case .remove:
+            let old = states.beforeImage.map(project) ?? JSONWriter.string(["id": .string(states.id ?? "")])
+            return Change(said: change, path: collection, operation: .remove, old: old, new: nil, query: query.text)
+        default:
+            return Change(said: change, path: change.path, operation: .set, old: change.old, new: change.new, query: query.text)
+        }
+    }
+
+    /// What its reader hears of `change` at `place`, without saying it:
+    /// `insert`, `remove`, `set` or nothing (nil).
+    func effect(of change: Change, at place: Place, _ states: ElementStates) -> Change.Operation? {
         guard let query else { return nil }
         let wasIn = states.before.map { query.holds($0, at: place.position) } ?? false
         let isIn = states.after.map { query.holds($0, at: place.position) } ?? false
         switch (wasIn, isIn) {
         case (false, true):
-            guard let image = states.afterImage else { return nil }
-            return Change(said: change, path: collection, operation: .insert, old: nil, new: project(image), query: query.text)
+            return states.afterImage == nil ? nil : .insert
         case (true, false):
             if PlantedFault.current == .queryMissesRemove, change.operation == .set { return nil }
-            let old = states.beforeImage.map(project) ?? JSONWriter.string(["id": .string(states.id ?? "")])
-            return Change(said: change, path: collection, operation: .remove, old: old, new: nil, query: query.text)
+            return .remove
         case (true, true):
             guard change.operation == .set, fields == nil || place.field.map({ fields!.contains($0) }) == true else { return nil }
-            return Change(said: change, path: change.path, operation: .set, old: change.old, new: change.new, query: query.text)
+            return .set
         case (false, false):
             return nil
         }
@@ -127,6 +140,15 @@ extension Shape {
         var shown = JSONObject()
         for (key, value) in object.entries where key == "id" || fields.contains(key) { shown.append(key, value) }
         return JSONWriter.string(.object(shown))
+    }
+
+    /// Whether its reader hears something of `change` through this query shape.
+    func hears(_ change: Change) -> Bool {
+        for place in change.places where place.collection == collection {
+            guard let states = ElementStates(change, at: place) else { continue }
+            if effect(of: change, at: place, states) != nil { return true }
+        }
+        return false
     }
 
     /// What its reader hears of `change`, through this query shape, at

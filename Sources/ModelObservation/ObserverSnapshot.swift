@@ -84,7 +84,7 @@ public struct ObserverSnapshot: Sendable, Equatable {
     public func receives(_ change: Change) -> Bool {
         if receivesAsCommitted(change) { return true }
         guard hasQueries else { return false }
-        for read in shapes where read.shape.query != nil && read.seq < change.seq && read.shape.said(change) != nil { return true }
+        for read in shapes where read.shape.query != nil && read.seq < change.seq && read.shape.hears(change) { return true }
         return false
     }
 

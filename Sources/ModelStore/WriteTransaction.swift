@@ -56,6 +56,7 @@ public struct WriteTransaction: ~Copyable {
         if let checkCreate = resource.checkCreate { try checkCreate(state, record) }
         try store(record, of: resource, parentId: nil)
         state[resource][record.id] = record
+        state.reindex(resource, old: nil, new: record)
         switch announce {
         case .element:
             let representation = resource.representation(of: record, in: state)
@@ -103,7 +104,9 @@ public struct WriteTransaction: ~Copyable {
         try save(old: old, new: new, of: resource, parentId: nil, within: [])
         switch resource.kind {
         case .singleton: state[singleton: resource] = new
-        case .collection: state[resource][id] = new
+        case .collection:
+            state[resource][id] = new
+            if resource.isTopLevel { state.reindex(resource, old: old, new: new) }
         }
         if !resource.computed.isEmpty && resource.kind == .collection {
             touched.append((resource, old, resource.computed.map { $0.value(state, old) }))
@@ -164,6 +167,7 @@ public struct WriteTransaction: ~Copyable {
         try require(condition, current: representation)
         try storage.delete(from: catalog.layout(of: resource), id: id)
         state[resource][id] = nil
+        state.reindex(resource, old: record, new: nil)
         // Readers of a collection nested in it (a game's cards) hear it too.
         var places = [Place(collection: resource.path, position: record.position)]
         for (index, nested) in resource.nested.enumerated() {
