@@ -804,7 +804,10 @@ def check_queries(run):
     if views.tallest() != [tall] + before[:-1]:
         raise Failure(f"the server's ten tallest are not the page's: {views.tallest()}")
     time.sleep(0.9)  # the marks of what entered run their course
+    # The card is low on the page: scrolled to the top, it is shot whole.
+    first.execute_script("arguments[0].scrollIntoView({block: 'start'})", first.find_element(By.ID, "queries-card"))
     run.shoot("queries-card", "page-queries.png")
+    first.execute_script("window.scrollTo(0, 0)")
     sent = time.monotonic()
     status, _ = request("DELETE", f"{run.server.base}/posts/{tall}", token=run.token)
     if status != 204:
