@@ -121,6 +121,12 @@ public struct ObserverSnapshot: Sendable, Equatable {
             guard let said = read.shape.said(change), !found[first...].contains(said) else { continue }
             found.append(said)
         }
+        // An element that moves from one page of a query to another leaves
+        // the first before it enters the second: removes come first.
+        if found.count - first > 1 {
+            let said = found[first...].filter { $0.operation == .remove } + found[first...].filter { $0.operation != .remove }
+            found.replaceSubrange(first..., with: said)
+        }
     }
 }
 

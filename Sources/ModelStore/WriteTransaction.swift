@@ -209,35 +209,43 @@ public struct WriteTransaction: ~Copyable {
     }
 
     /// Gives each `set` that lands on an element of a collection with
-    /// queryable fields what query shapes need (`ElementRow`): its
-    /// queryable values before the change and, where the change moves one
-    /// of them, the element after it. Worked out backwards from the
-    /// element as the write leaves it, undoing its changes one by one (a
-    /// change inside a nested element, a card, changes no queryable value
-    /// of its own and is not undone in the element's text).
+    /// queryable fields what query shapes need (`ElementRow`): the
+    /// element's queryable values before this write and after it, and on
+    /// its last change in the write, when those moved, the element before
+    /// and after it. A query's reader hears what the whole write does to
+    /// its copy, never a state half-way through it. The element before is
+    /// worked out from the element as the write leaves it, undoing its
+    /// changes (a change inside a nested element, a card, moves no
+    /// queryable value of its own and is not undone in the element's text).
     private mutating func addRows() {
         guard !queried.isEmpty else { return }
         for (resource, id, _) in queried.values.sorted(by: { $0.order < $1.order }) {
             // Deleted by the same write: its remove says what readers need.
             guard let current = state[resource][id] else { continue }
-            var values = resource.queryValues(of: current, in: state)
-            guard case .object(var image)? = try? JSONParser.parse(resource.representation(of: current, in: state, tracking: false).string)
-            else { continue }
+            let final = resource.queryValues(of: current, in: state)
+            let finalText = resource.representation(of: current, in: state, tracking: false).string
+            guard case .object(var image)? = try? JSONParser.parse(finalText) else { continue }
+            var values = final
             let prefix = current.path + "/"
+            var indices: [Int] = []
             for index in pending.indices.reversed() {
                 let change = pending[index]
                 guard change.operation == .set,
                       let place = change.places.first(where: { $0.collection == resource.path && $0.position == current.position }),
                       let field = place.field
                 else { continue }
-                let direct = change.path == prefix + field
-                let queryable = field != "id" && values[field] != nil
-                let after = direct && queryable ? JSONWriter.string(.object(image)) : nil
-                if direct, let old = change.old.flatMap({ try? JSONParser.parse($0) }) {
-                    image[field] = old
-                    if queryable { values[field] = old }
-                }
-                pending[index] = change.with(ElementRow(collection: resource.path, position: current.position, values: values, image: after))
+                indices.append(index)
+                guard change.path == prefix + field, let old = change.old.flatMap({ try? JSONParser.parse($0) }) else { continue }
+                image[field] = old
+                if field != "id" && values[field] != nil { values[field] = old }
+            }
+            let moved = values != final
+            for index in indices {
+                let last = index == indices.first
+                let row = ElementRow(collection: resource.path, position: current.position, values: values, final: moved ? final : nil,
+                                     last: last, image: last && moved ? finalText : nil,
+                                     oldImage: last && moved ? JSONWriter.string(.object(image)) : nil)
+                pending[index] = pending[index].with(row)
             }
         }
     }
