@@ -157,8 +157,9 @@ import Testing
         #expect(try Self.heard(client, running, since: cursor).map { $0["path"] } == [.string("/jobs/\(id)/progress")])
         #expect(try Self.heard(client, finished, since: cursor).isEmpty)
         _ = try client.post("/jobs/\(id)/progress", ["current": 2])
-        // The progress is still said to the running reader, then the job leaves.
-        #expect(try Self.heard(client, running, since: cursor).map { $0["op"] } == ["set", "set", "remove"])
+        // Its completing write is one remove for the running reader: its
+        // progress then is not said, the job being gone from the copy.
+        #expect(try Self.heard(client, running, since: cursor).map { $0["op"] } == ["set", "remove"])
         let joined = try Self.heard(client, finished, since: cursor)
         #expect(joined.map { $0["op"] } == ["insert"])
         #expect(joined.first?["new"]?["isComplete"] == true)
@@ -272,7 +273,8 @@ import Testing
         let client = server.client
         let first = try client.get("/truck/donuts?sort=-topping&limit=1&fields=glaze,topping")
         let reader = try client.observer()
-        let rest = try client.get(try #require(PaginationTests.next(first)), observer: reader)
+        let link = try #require(PaginationTests.next(first))
+        let rest = try client.get(link.replacingOccurrences(of: "&limit=1", with: ""), observer: reader)
         let cursor = try #require(rest.cursor)
         #expect(Self.ids(rest, "donuts") == [Seed.glazed, Seed.strawberry, Seed.chocolate])
         #expect(try client.patch("/truck/donuts/\(Seed.chocolate)", ["glaze": "honey"]).status == 200)
@@ -290,7 +292,8 @@ import Testing
         _ = try client.post("/jobs", ["total": 1])
         let reader = try client.observer()
         let first = try client.get("/jobs?sort=-isComplete&limit=1", observer: reader)
-        let cursor = try #require(try client.get(try #require(PaginationTests.next(first)), observer: reader).cursor)
+        let link = try #require(PaginationTests.next(first))
+        let cursor = try #require(try client.get(link, observer: reader).cursor)
         _ = try client.post("/jobs/\(job)/progress", ["current": 1])
         let heard = try Self.heard(client, reader, since: cursor)
         #expect(heard.map { $0["op"] } == ["remove", "insert"])
