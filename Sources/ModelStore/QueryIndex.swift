@@ -24,8 +24,12 @@ struct QueryIndex: Sendable {
         }
     }
 
+    /// The name of a value's bucket: a text as it is (shared with the
+    /// record's, so a load makes no string), anything else as its JSON
+    /// after a NUL, which no text of a field holds.
     static func bucket(_ value: JSONValue) -> String {
-        JSONWriter.string(value)
+        if case .string(let text) = value { return text }
+        return "\u{0}" + JSONWriter.string(value)
     }
 
     /// The indexes of `elements`, built at once (a load).
