@@ -173,7 +173,10 @@ final class ChangeFeed: Sendable {
             guard let result = answer else { continue }
             if case .parked = result { continue }
             if sharing, case .changes(_, let cursor) = result { cursors.append((poll.observer, cursor)) }
-            if case .changes(let changes, let cursor) = result, poll.context.headers.isEmpty {
+            // What a query says differs from one reader to the next (its
+            // `query`, the fields it shows, an insert for one and a remove
+            // for another): such an answer is its own.
+            if case .changes(let changes, let cursor) = result, poll.context.headers.isEmpty, !changes.contains(where: { $0.query != nil }) {
                 let key = SameAnswer(cursor: cursor, seqs: changes.map(\.seq), coalesce: poll.coalesce)
                 if let index = same.index(forKey: key) {
                     same.values[index].share()

@@ -31,8 +31,8 @@ public struct PropertyKey: Hashable, Comparable, Sendable, CustomStringConvertib
     var kind: Kind { Kind(rawValue: Int(UInt(bitPattern: pathHash) >> 62)) ?? .property }
 
     private static func kind(of path: String) -> Kind {
+        if path.utf8.first == UInt8(ascii: "@") { return .row }
         func kind<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> Kind {
-            if bytes.first(where: { _ in true }) == UInt8(ascii: "@") { return .row }
             for byte in bytes {
                 if byte == UInt8(ascii: "?") { return .shape }
                 if byte == UInt8(ascii: "#") { return .place }

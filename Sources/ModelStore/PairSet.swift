@@ -31,7 +31,9 @@ struct PairSet: Sendable {
         func copy() -> Node { Node(keys: keys, children: children) }
     }
 
-    static let capacity = 64
+    /// Pairs in a leaf, children of an inner node: a write copies one of
+    /// each level on its path, when a read still holds them.
+    static let capacity = 32
 
     private var root = Node(keys: [])
     private(set) var count = 0

@@ -1,4 +1,3 @@
-import HashTreeCollections
 import JSON
 import ModelObservation
 
@@ -13,7 +12,10 @@ import ModelObservation
 /// collection (jobs and games, not orders).
 struct QueryIndex: Sendable {
     var ordered: [Int: PairSet] = [:]
-    var buckets: [Int: TreeDictionary<String, PairSet>] = [:]
+    /// A plain dictionary, not a trie: a field queried by value has few
+    /// values (a donut, a glaze), and copying a few entries costs less than
+    /// a trie's path.
+    var buckets: [Int: [String: PairSet]] = [:]
 
     /// The stored queryable fields of `resource`, by their index in a
     /// record's values, and whether each is a number.
@@ -50,30 +52,31 @@ struct QueryIndex: Sendable {
                     positions[Self.bucket(record.values[index]), default: []].append(PairSet.Pair(first: 0, second: record.position))
                     return true
                 }
-                var tree = TreeDictionary<String, PairSet>()
-                for (value, pairs) in positions { tree[value] = PairSet(sorted: pairs) }
-                buckets[index] = tree
+                buckets[index] = positions.mapValues { PairSet(sorted: $0) }
             }
         }
     }
 
     mutating func insert(_ record: Record) {
-        for index in Array(ordered.keys) {
-            ordered[index]!.insert(PairSet.Pair(first: SortKey.ordinal(record.values[index]) ?? .max, second: record.position))
+        for slot in ordered.indices {
+            let index = ordered.keys[slot]
+            ordered.values[slot].insert(PairSet.Pair(first: SortKey.ordinal(record.values[index]) ?? .max, second: record.position))
         }
-        for index in Array(buckets.keys) {
-            buckets[index]![Self.bucket(record.values[index]), default: PairSet()].insert(PairSet.Pair(first: 0, second: record.position))
+        for slot in buckets.indices {
+            let index = buckets.keys[slot]
+            buckets.values[slot][Self.bucket(record.values[index]), default: PairSet()].insert(PairSet.Pair(first: 0, second: record.position))
         }
     }
 
     mutating func remove(_ record: Record) {
-        for index in Array(ordered.keys) {
-            ordered[index]!.remove(PairSet.Pair(first: SortKey.ordinal(record.values[index]) ?? .max, second: record.position))
+        for slot in ordered.indices {
+            let index = ordered.keys[slot]
+            ordered.values[slot].remove(PairSet.Pair(first: SortKey.ordinal(record.values[index]) ?? .max, second: record.position))
         }
-        for index in Array(buckets.keys) {
-            let value = Self.bucket(record.values[index])
-            buckets[index]![value]?.remove(PairSet.Pair(first: 0, second: record.position))
-            if buckets[index]![value]?.count == 0 { buckets[index]![value] = nil }
+        for slot in buckets.indices {
+            let value = Self.bucket(record.values[buckets.keys[slot]])
+            buckets.values[slot][value]?.remove(PairSet.Pair(first: 0, second: record.position))
+            if buckets.values[slot][value]?.count == 0 { buckets.values[slot][value] = nil }
         }
     }
 
@@ -87,11 +90,11 @@ extension ModelState {
     /// Keeps the query indexes of `resource` (a top-level collection) in
     /// step with its elements: `old` left it, `new` joined it (either nil).
     mutating func reindex(_ resource: Resource, old: Record?, new: Record?) {
-        let id = ObjectIdentifier(resource)
-        guard indexes[id] != nil else { return }
-        if let old, let new, !indexes[id]!.moves(old, new) { return }
-        if let old { indexes[id]!.remove(old) }
-        if let new { indexes[id]!.insert(new) }
+        // Changed in place: a copy of the index would be one more of every node it holds.
+        guard let slot = indexes.index(forKey: ObjectIdentifier(resource)) else { return }
+        if let old, let new, !indexes.values[slot].moves(old, new) { return }
+        if let old { indexes.values[slot].remove(old) }
+        if let new { indexes.values[slot].insert(new) }
     }
 
     /// Builds the query indexes of `resource` from its elements (a load).

@@ -223,8 +223,6 @@ public struct WriteTransaction: ~Copyable {
             // Deleted by the same write: its remove says what readers need.
             guard let current = state[resource][id] else { continue }
             let final = resource.queryValues(of: current, in: state)
-            let finalText = resource.representation(of: current, in: state, tracking: false).string
-            guard case .object(var image)? = try? JSONParser.parse(finalText) else { continue }
             var values = final
             let prefix = current.path + "/"
             var indices: [Int] = []
@@ -235,16 +233,32 @@ public struct WriteTransaction: ~Copyable {
                       let field = place.field
                 else { continue }
                 indices.append(index)
-                guard change.path == prefix + field, let old = change.old.flatMap({ try? JSONParser.parse($0) }) else { continue }
-                image[field] = old
-                if field != "id" && values[field] != nil { values[field] = old }
+                guard field != "id", values[field] != nil, change.path == prefix + field,
+                      let old = change.old.flatMap({ try? JSONParser.parse($0) })
+                else { continue }
+                values[field] = old
+            }
+            // The element's text before and after, only where it may come or go.
+            var finalText: String?, oldText: String?
+            if values != final {
+                let text = resource.representation(of: current, in: state, tracking: false).string
+                if case .object(var image)? = try? JSONParser.parse(text) {
+                    for index in indices {
+                        let change = pending[index]
+                        guard let field = change.places.first(where: { $0.collection == resource.path })?.field,
+                              change.path == prefix + field, let old = change.old.flatMap({ try? JSONParser.parse($0) })
+                        else { continue }
+                        image[field] = old
+                    }
+                    finalText = text
+                    oldText = JSONWriter.string(.object(image))
+                }
             }
             let moved = values != final
             for index in indices {
                 let last = index == indices.first
                 let row = ElementRow(collection: resource.path, position: current.position, values: values, final: moved ? final : nil,
-                                     last: last, image: last && moved ? finalText : nil,
-                                     oldImage: last && moved ? JSONWriter.string(.object(image)) : nil)
+                                     last: last, image: last && moved ? finalText : nil, oldImage: last && moved ? oldText : nil)
                 pending[index] = pending[index].with(row)
             }
         }
