@@ -353,10 +353,12 @@ class Observer:
         self.poll = None
 
     @property
-    def low(self):
-        return str(self.window)
+    def low(self):     # for shapes.Stream's messages: "[low, high]"
+        return f"window {self.window}"
 
-    high = ""
+    @property
+    def high(self):
+        return f"holding {len(self.expected)}"
 
     def admits(self, values, position):
         return self.query.matches(values) and self.window.holds(self.query.key(values, position))
@@ -976,6 +978,55 @@ class Writes:
         return out
 
 
+# ---------------------------------------------------------------- after the writes
+
+def final_checks(client, model, rng, sample):
+    """(1) The model against itself: for a sample of observers, the copy it
+    kept write by write equals the elements of the model that match and lie
+    in the window now (a bug of this script shows here). (2) The contract's
+    check: each sampled observer's copy (its answer with the changes it
+    heard applied) equals a fresh GET of the same query restricted to its
+    window (the keys of the elements from the model); for the queries on
+    jobs and donuts, and the orders' queries without a limit."""
+    failures = []
+    checked = collections.Counter()
+    for collection, observers in model.observers.items():
+        picked = rng.sample(observers, min(sample if collection == "orders" else 4 * sample, len(observers)))
+        for o in picked:
+            q = o.query
+            if collection == "orders":
+                elements = (({"id": i, "donutId": d, "quantity": n}, p) for i, (d, n, p) in model.orders.items())
+            else:
+                elements = (model.donuts if collection == "donuts" else model.jobs).values()
+            want = {v["id"]: q.shown(v) for v, p in elements if o.admits(v, p)}
+            if want != o.expected:
+                failures.append(f"model self-check: {q.url()} window {o.window}: the model's copy "
+                                f"{sorted(o.expected)[:3]}… ({len(o.expected)}), recomputed {sorted(want)[:3]}… ({len(want)})")
+            checked["model"] += 1
+            if collection == "orders" and q.limit is not None:
+                continue
+            fresh = Query(collection, q.kind, [(f, op, raw) for f, op, raw, _ in q.conds], sort=q.sort, order=q.order,
+                          fields=q.fields)
+            status, _, body = client.request("GET", fresh.url())
+            if status != 200:
+                failures.append(f"final GET {fresh.url()}: {status} {body}")
+                continue
+            shown = {}
+            for e in body[collection]:
+                element = model.element(collection, e["id"])
+                if element is None:
+                    failures.append(f"final GET {fresh.url()}: {e['id']} is no element the model knows")
+                elif o.window.holds(q.key(element[0], element[1])):
+                    shown[e["id"]] = e
+            if shown != o.copy:
+                diff = sorted(k for k in shown.keys() | o.copy.keys() if shown.get(k) != o.copy.get(k))
+                failures.append(f"final check: observer {o.id} ({q.url()}, window {o.window}): its copy and a fresh read "
+                                f"differ at {diff[:3]}: copy {[o.copy.get(k) for k in diff[:2]]}, "
+                                f"read {[shown.get(k) for k in diff[:2]]}")
+            checked["fresh"] += 1
+    return dict(checked), failures
+
+
 # ---------------------------------------------------------------- scenarios
 
 def observed_scenario(args, template, workdir, failures):
@@ -1064,6 +1115,9 @@ def observed_scenario(args, template, workdir, failures):
         result["stream"] = writes.figures(args.writes)
         result["stream"]["cpu_per_cycle_us"] = round((cpu_seconds(server.pid) - cpu) / max(1, args.writes) * 1e6, 1)
         result["stream"]["wall_per_write_ms"] = round((time.perf_counter() - wall) / max(1, args.writes) * 1000, 2)
+        log("final checks")
+        result["final_checks"], failed = final_checks(client, model, random.Random(args.seed + 4), args.check_sample)
+        failures += failed
         stream.close()
         client.close()
         return result, writes.recorded
@@ -1106,6 +1160,8 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", default="/tmp/observable-queries-bench")
     parser.add_argument("--reseed", action="store_true", help="make the database again even when one is there")
+    parser.add_argument("--check-sample", type=int, default=20,
+                        help="order observers checked at the end (four times as many of jobs and of donuts)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the writes with nobody observing")
     args = parser.parse_args()
     args.binary = os.path.abspath(args.binary or os.path.join(ROOT, ".build", "release", "observable-server"))
@@ -1133,7 +1189,11 @@ def main():
     result["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
     result["stalls"] = {"count": len(STALLS), "first": STALLS[:10]}
     result["failure_count"] = len(failures)
-    result["failures"] = failures[:30]
+    categories = collections.defaultdict(list)
+    for failure in failures:
+        categories[failure.split(" ")[0].replace("GET", "read").replace("observer", "window")].append(failure)
+    result["failures_by_kind"] = {k: len(v) for k, v in categories.items()}
+    result["failures"] = [f for v in categories.values() for f in v[:10]]
     print(json.dumps(result))
     summary(result)
     sys.exit(1 if failures else 0)
@@ -1179,7 +1239,9 @@ def summary(result):
     print(f"  failures: {result['failure_count']} (windows as the server states them: {o.get('window_mismatches')}, "
           f"answers' content: {(st or {}).get('content_failures')}); requests stalled until another connection woke "
           f"the server: {result['stalls']['count']}", file=out)
-    for failure in result["failures"][:12]:
+    if result["failures_by_kind"]:
+        print(f"  failures by kind: {result['failures_by_kind']}", file=out)
+    for failure in result["failures"][:20]:
         print(f"    {failure[:400]}", file=out)
 
 
