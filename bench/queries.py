@@ -86,8 +86,11 @@ ORDER_OF_FIELD = {c: {f: k for k, f in enumerate(["name", "donutId", "quantity",
                                                    "isComplete"])} for c in COLLECTIONS}
 
 
+STARTED = time.perf_counter()
+
+
 def log(message):
-    print(message, file=sys.stderr, flush=True)
+    print(f"[{time.perf_counter() - STARTED:7.1f} s] {message}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- queries
@@ -123,10 +126,11 @@ class Query:
         params = [quote(p) for p in self.params()] + ([] if self.after is None else [f"after={self.after}"])
         return COLLECTIONS[self.collection]["path"] + "?" + "&".join(params)
 
-    def canonical(self, operators="given"):
+    def canonical(self, operators="given", order=False):
         """The contract's canonical form: conditions in the model's field
         order, then (operators="given") the operators as given, or
-        (operators="grammar") in the grammar's order; then the sort."""
+        (operators="grammar") in the grammar's order; then the sort (and,
+        with `order`, `order=desc` for a descending read without a sort)."""
         grammar = ["eq", "neq", "lt", "lte", "gt", "gte", "in", "is", "not"]
         indexed = list(enumerate(self.conds))
         if operators == "given":
@@ -136,7 +140,15 @@ class Query:
         out = [f"{f}={op}" + ("" if raw is None else f".{raw}") for _, (f, op, raw, _) in indexed]
         if self.sort:
             out.append("sort=" + ("-" if self.sort[1] else "") + self.sort[0])
+        elif order and self.order == "desc":
+            out.append("order=desc")
         return "&".join(out)
+
+    def canonical_forms(self):
+        """{form: name}: the forms the contract's words allow (the contract
+        names conditions and sort; the server may add `order=desc`)."""
+        return {self.canonical("given"): "given", self.canonical("grammar"): "grammar",
+                self.canonical("given", True): "given+order", self.canonical("grammar", True): "grammar+order"}
 
     def matches(self, values):
         for field, op, _, arg in self.conds:
@@ -217,10 +229,8 @@ class Window:
 
     def __init__(self, query, shown_keys, more):
         start, start_inclusive = (None, False) if query.after is None else (query.cursor_key, False)
-        if more:
-            end = shown_keys[-1]
-        else:
-            end = None
+        end = shown_keys[-1] if more else None
+        self.start, self.end = start, end       # in the order shown
         if query.descending:
             self.lo, self.lo_in, self.hi, self.hi_in = end, True, start, start_inclusive
         else:
@@ -662,17 +672,19 @@ class Setup:
             return f"observer {observer.id} ({q.url()}): shapes {shapes_}"
         shape = shapes_[0]
         told_query = shape.get("query")
-        if told_query not in (q.canonical("given"), q.canonical("grammar")):
+        if told_query not in q.canonical_forms():
             return f"observer {observer.id} ({q.url()}): shape query {told_query!r}, {q.canonical()!r} expected"
-        start, end = (shape.get("from"), shape.get("through"))
+        # `from` and `through` are the window's start and end in the order
+        # shown (the cursor's element past which it starts, the last element
+        # shown when more follow): positions without a sort, cursor tokens with one.
+        told = (shape.get("from"), shape.get("through"))
         if q.sort is None:
-            lo = None if w.lo is None else w.lo[0] + (0 if w.lo_in else 1)
-            hi = None if w.hi is None else w.hi[0] - (0 if w.hi_in else 1)
-            if (start, end) != (lo, hi):
-                return f"observer {observer.id} ({q.url()}): window from {start} through {end}, [{lo}, {hi}] expected"
-        elif (start is None, end is None) != (w.lo is None, w.hi is None):
-            return (f"observer {observer.id} ({q.url()}): window from {start} through {end}, "
-                    f"{'open' if w.lo is None else 'closed'}/{'open' if w.hi is None else 'closed'} expected")
+            want = tuple(None if k is None else k[0] for k in (w.start, w.end))
+            if told != want:
+                return f"observer {observer.id} ({q.url()}): window from {told[0]} through {told[1]}, {want} expected"
+        elif (told[0] is None, told[1] is None) != (w.start is None, w.end is None):
+            return (f"observer {observer.id} ({q.url()}): window from {told[0]} through {told[1]}, "
+                    f"{'open' if w.start is None else 'closed'} / {'open' if w.end is None else 'closed'} expected")
         return None
 
 
@@ -909,8 +921,9 @@ class Writes:
             problems = []
             for change in reply["changes"]:
                 told = change.get("query")
-                self.canonical_forms[told == o.query.canonical("given"), told == o.query.canonical("grammar")] += 1
-                if told not in (o.query.canonical("given"), o.query.canonical("grammar")):
+                forms = o.query.canonical_forms()
+                self.canonical_forms["/".join(sorted({v for k, v in forms.items() if k == told})) or "other"] += 1
+                if told not in forms:
                     problems.append(f"query {told!r}, {o.query.canonical()!r} expected")
                 kind = change.get("op")
                 if kind == "insert" and change.get("path") == base:
@@ -970,7 +983,7 @@ class Writes:
                "per_kind": {k: {"writes": len(v), "wakeups_mean": round(statistics.mean(v), 2), "wakeups_max": max(v)}
                             for k, v in sorted(self.per_kind.items())},
                "content_failures": self.content_failures,
-               "canonical_query_forms": {f"given={g},grammar={r}": n for (g, r), n in self.canonical_forms.items()}}
+               "canonical_query_forms": dict(self.canonical_forms)}
         if self.latencies:
             out["wake_ms"] = {"p50": round(percentile(self.latencies, 50), 2),
                               "p99": round(percentile(self.latencies, 99), 2), "max": round(max(self.latencies), 2)}
@@ -1076,6 +1089,8 @@ def observed_scenario(args, template, workdir, failures):
                         observers.append(observer)
                         model.add_observer(observer)
                         made += 1
+                        if len(observers) % 1000 == 0:
+                            log(f"{len(observers)} observers have read")
                 idle(server, 10)
                 per_shape[f"{collection} {kind}"] = {
                     "observers": made, "registry_bytes": round((registry_bytes(client) - r0) / max(1, made), 1),
