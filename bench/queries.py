@@ -378,6 +378,13 @@ class QueryPoll(ParkedPoll):
     timeout = 3600
 
 
+class UnsharedPoll(QueryPoll):
+    """A poll the server answers with an answer of its own: one with CORS
+    headers (an Origin, with OBSERVABLE_CORS_ORIGINS=*) is never given the
+    answer built for another poll woken by the same change."""
+    headers = "Origin: http://bench.invalid\r\n"
+
+
 class QueryStream(Stream):
     """shapes.Stream, keeping each answer for the checks of its content."""
 
@@ -500,10 +507,12 @@ def prepare_data(rng, donut_count, job_count):
 
 # ---------------------------------------------------------------- queries to hold
 
-def order_query(rng, donuts, kind=None):
-    kinds = ["donut", "donut-open", "range", "top", "donut-sorted", "in", "below", "neq", "next"]
-    weights = [15, 5, 15, 10, 20, 10, 5, 5, 15]
-    kind = kind or rng.choices(kinds, weights)[0]
+ORDER_MIX = {"donut": 15, "donut-open": 5, "range": 15, "top": 10, "donut-sorted": 20, "in": 10, "below": 5, "neq": 5,
+             "next": 15}
+
+
+def order_query(rng, donuts, kind=None, mix=ORDER_MIX):
+    kind = kind or rng.choices(list(mix), list(mix.values()))[0]
     X = lambda: rng.choice(donuts)
     if kind == "donut":
         return Query("orders", kind, [("donutId", "eq", X())], order=rng.choice([None, "asc", "desc"]),
@@ -530,8 +539,9 @@ def order_query(rng, donuts, kind=None):
     if kind == "neq":
         return Query("orders", kind, [("quantity", "eq", str(rng.randint(1, 1000))), ("donutId", "neq", X())],
                      order="desc", limit=20)
-    # next: the second page of one of the others
-    first = order_query(rng, donuts, rng.choice(["donut", "top", "donut-sorted", "range"]))
+    # next: the second page of one of the others (those of the mix)
+    bases = [k for k in ("donut", "top", "donut-sorted", "range") if mix.get(k)] or ["donut"]
+    first = order_query(rng, donuts, rng.choices(bases, [mix[k] if k in mix else 1 for k in bases])[0])
     first.kind = "next"
     return first
 
@@ -688,7 +698,7 @@ class Setup:
         return None
 
 
-def make_queries(rng, model, counts):
+def make_queries(rng, model, counts, order_mix=ORDER_MIX):
     """Distinct queries for each collection (orders: all distinct; the
     others as distinct as 50 tries make them)."""
     donuts = sorted(model.donuts)
@@ -699,7 +709,7 @@ def make_queries(rng, model, counts):
         while len(queries) < count:
             for _ in range(50):
                 if collection == "orders":
-                    q = order_query(rng, donuts)
+                    q = order_query(rng, donuts, mix=order_mix)
                 elif collection == "donuts":
                     q = donut_query(rng)
                 else:
@@ -737,7 +747,7 @@ def latency_kinds(rng, model, oracle):
                                                            order="desc", limit=20),
         "quantity=gte.A&quantity=lte.A+10&limit=20": lambda: (lambda a: Query(
             "orders", "", [("quantity", "gte", str(a)), ("quantity", "lte", str(a + 10))], limit=20))(rng.randint(1, 990)),
-        "sort=-quantity&limit=20": lambda: Query("orders", "", sort=("quantity", True), limit=20),
+        "sort=-quantity&limit=L (L 10-30)": lambda: Query("orders", "", sort=("quantity", True), limit=rng.randint(10, 30)),
         "donutId=eq.X&sort=quantity&limit=10": lambda: Query("orders", "", [("donutId", "eq", rng.choice(donuts))],
                                                               sort=("quantity", False), limit=10),
         "quantity=lt.A&sort=-quantity&limit=20": lambda: Query("orders", "", [("quantity", "lt", str(rng.randint(2, 1000)))],
@@ -750,13 +760,17 @@ def latency_kinds(rng, model, oracle):
     }
 
 
-def measure_latency(client, server, setup, rng, model, oracle, reads, failures):
-    """Untracked query reads: p50/p99 ms (client side) and server CPU per read."""
+def measure_latency(client, server, setup, rng, model, oracle, reads, seconds, failures):
+    """Untracked query reads: p50/p99 ms (client side) and server CPU per
+    read; `reads` of each kind, or as many as `seconds` allow (at least 3)."""
     out = {}
     for name, make in latency_kinds(rng, model, oracle).items():
         times = []
         cpu = cpu_seconds(server.pid)
-        for _ in range(reads):
+        until = time.perf_counter() + seconds
+        for k in range(reads):
+            if k >= 3 and time.perf_counter() > until:
+                break
             q = make()
             started = time.perf_counter()
             status, _, body = client.exchange("GET", q.url())
@@ -765,11 +779,15 @@ def measure_latency(client, server, setup, rng, model, oracle, reads, failures):
                 failures.append(f"GET {q.url()}: {status} {bytes(body[:200])!r}")
                 break
         cpu = cpu_seconds(server.pid) - cpu
-        out[name] = {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2),
-                     "cpu_per_read_us": round(cpu / max(1, len(times)) * 1e6, 1)}
+        out[name] = {"reads": len(times), "p50_ms": round(percentile(times, 50), 2),
+                     "p99_ms": round(percentile(times, 99), 2), "cpu_per_read_us": round(cpu / max(1, len(times)) * 1e6, 1)}
+        log(f"{name}: {out[name]}")
     # A sorted page past a token taken from a Link: p50/p99.
     times = []
-    for _ in range(max(1, reads // 4)):
+    until = time.perf_counter() + 2 * seconds
+    for k in range(max(1, reads // 4)):
+        if k >= 3 and time.perf_counter() > until:
+            break
         q = Query("orders", "", sort=("quantity", True), limit=rng.randint(1, 500))
         status, headers, _ = client.request("GET", q.url())
         link = headers.get("link", "")
@@ -783,7 +801,7 @@ def measure_latency(client, server, setup, rng, model, oracle, reads, failures):
         times.append((time.perf_counter() - started) * 1000)
     if times:
         out["sort=-quantity&limit=20&after=TOKEN (from a Link)"] = {
-            "p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2)}
+            "reads": len(times), "p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2)}
     return out
 
 
@@ -801,6 +819,7 @@ class Writes:
         self.per_kind = collections.defaultdict(list)   # kind: [wake-ups]
         self.latencies, self.last = [], []
         self.content_failures = 0
+        self.content_problems = collections.Counter()
         self.canonical_forms = collections.Counter()
 
     # -- choosing a write
@@ -953,6 +972,8 @@ class Writes:
                                 f"copy {[o.copy.get(k) for k in sorted(diff)[:2]]}, model "
                                 f"{[o.expected.get(k) for k in sorted(diff)[:2]]}")
                 o.copy = dict(o.expected)     # report once
+            for problem in problems:
+                self.content_problems[problem.split(" ")[0] if not problem.startswith("copy") else "copy differs"] += 1
             if problems:
                 self.content_failures += 1
                 out.append(f"observer {o.id} ({o.query.url()}, window {o.window}): {'; '.join(problems)}; "
@@ -982,7 +1003,7 @@ class Writes:
                            "max": max(all_, default=0)},
                "per_kind": {k: {"writes": len(v), "wakeups_mean": round(statistics.mean(v), 2), "wakeups_max": max(v)}
                             for k, v in sorted(self.per_kind.items())},
-               "content_failures": self.content_failures,
+               "content_failures": self.content_failures, "content_problems": dict(self.content_problems),
                "canonical_query_forms": dict(self.canonical_forms)}
         if self.latencies:
             out["wake_ms"] = {"p50": round(percentile(self.latencies, 50), 2),
@@ -1059,10 +1080,10 @@ def observed_scenario(args, template, workdir, failures):
         setup = Setup(client, model, oracle, failures)
         log("query read latency")
         result["read_latency"] = measure_latency(client, server, setup, random.Random(args.seed + 3), model, oracle,
-                                                 args.latency_reads, failures)
+                                                 args.latency_reads, args.latency_seconds, failures)
 
         counts = {"orders": args.observers, "jobs": args.job_observers, "donuts": args.donut_observers}
-        queries = make_queries(rng, model, counts)
+        queries = make_queries(rng, model, counts, args.order_mix)
         idle(server)
         rss0, registry0 = rss_kib(server.pid), registry_bytes(client)
         ids = [new_observer(client) for _ in range(sum(counts.values()))]
@@ -1116,6 +1137,8 @@ def observed_scenario(args, template, workdir, failures):
 
         log(f"parking {len(observers)} long-polls")
         stream = QueryStream(client, server, [], args.grace)
+        if args.unshared_answers:
+            stream.poll_class = UnsharedPoll
         rss3 = rss_kib(server.pid)
         stream.park(observers)
         rss4 = settled_rss(server.pid)
@@ -1168,8 +1191,11 @@ def main():
     parser.add_argument("--donut-observers", type=int, help="observers holding a query on donuts (default: observers / 5)")
     parser.add_argument("--donuts", type=int, default=200, help="donuts made besides the four of a new database")
     parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--order-mix", default=",".join(f"{k}={v}" for k, v in ORDER_MIX.items()),
+                        help="the kinds of query the orders' observers hold, with their weights (default: %(default)s)")
     parser.add_argument("--writes", type=int, default=1000)
     parser.add_argument("--latency-reads", type=int, default=200, help="reads of each kind timed")
+    parser.add_argument("--latency-seconds", type=float, default=20, help="at most this long for each kind (at least 3 reads)")
     parser.add_argument("--binary", default=None, help="the build under test (default .build/release/observable-server)")
     parser.add_argument("--grace", type=float, default=0.03, help="seconds to wait for answers nobody should send")
     parser.add_argument("--seed", type=int, default=7)
@@ -1177,16 +1203,27 @@ def main():
     parser.add_argument("--reseed", action="store_true", help="make the database again even when one is there")
     parser.add_argument("--check-sample", type=int, default=20,
                         help="order observers checked at the end (four times as many of jobs and of donuts)")
+    parser.add_argument("--unshared-answers", action="store_true",
+                        help="polls carry an Origin (the server started with OBSERVABLE_CORS_ORIGINS=*), so that each "
+                             "woken poll gets an answer built for it alone, not one shared with the others woken by "
+                             "the same change")
     parser.add_argument("--no-baseline", action="store_true", help="skip the writes with nobody observing")
     args = parser.parse_args()
+    args.order_mix = {k: float(v) for k, _, v in (part.partition("=") for part in args.order_mix.split(","))}
+    unknown = set(args.order_mix) - set(ORDER_MIX)
+    if unknown:
+        parser.error(f"--order-mix: no kind {', '.join(sorted(unknown))}; kinds: {', '.join(ORDER_MIX)}")
     args.binary = os.path.abspath(args.binary or os.path.join(ROOT, ".build", "release", "observable-server"))
     args.job_observers = args.observers // 5 if args.job_observers is None else args.job_observers
     args.donut_observers = args.observers // 5 if args.donut_observers is None else args.donut_observers
     os.makedirs(args.workdir, exist_ok=True)
+    if args.unshared_answers:
+        os.environ["OBSERVABLE_CORS_ORIGINS"] = "*"
 
     result = {"machine": {"cores": os.cpu_count(), "load_at_start": [round(x, 2) for x in os.getloadavg()]},
-              "orders": args.orders, "server_flags": ["--log-level", "warning", "--max-connections-per-address", "1000000",
-                                                      *SERVER_FLAGS, "(environment: harness.TRUSTED_QUOTAS)"]}
+              "orders": args.orders, "order_mix": args.order_mix, "writes": args.writes, "server_flags": ["--log-level", "warning", "--max-connections-per-address", "1000000",
+                                                      *SERVER_FLAGS, "(environment: harness.TRUSTED_QUOTAS)"],
+              "unshared_answers": args.unshared_answers}
     prepare, order_of = prepare_data(random.Random(args.seed + 5), args.donuts, args.jobs)
     started = time.perf_counter()
     template, _ = shapes.seed(args.binary, args.workdir, args.orders, args.reseed, name=TEMPLATE, prepare=prepare,
@@ -1224,8 +1261,8 @@ def summary(result):
     print(f"  {os.path.basename(o['binary'])}: start with the orders {o['start_s']} s", file=out)
     print("  query reads (untracked), p50 / p99 ms, server CPU per read:", file=out)
     for name, f in o.get("read_latency", {}).items():
-        print(f"    {name}: {f['p50_ms']} / {f['p99_ms']}" + (f", {f['cpu_per_read_us']} us" if "cpu_per_read_us" in f else ""),
-              file=out)
+        print(f"    {name}: {f['p50_ms']} / {f['p99_ms']}" + (f", {f['cpu_per_read_us']} us" if "cpu_per_read_us" in f else "")
+              + f" ({f['reads']} reads)", file=out)
     r = o.get("registry")
     if r and "per_query_shape_bytes" in r:
         print(f"  registry (observable_registry_bytes): {r['per_observer_bytes']} B per observer, "
@@ -1254,6 +1291,9 @@ def summary(result):
     print(f"  failures: {result['failure_count']} (windows as the server states them: {o.get('window_mismatches')}, "
           f"answers' content: {(st or {}).get('content_failures')}); requests stalled until another connection woke "
           f"the server: {result['stalls']['count']}", file=out)
+    if st and st.get("content_problems"):
+        print(f"  problems in the answers' content, by kind: {st['content_problems']}; the query member's forms seen: "
+              f"{st['canonical_query_forms']}", file=out)
     if result["failures_by_kind"]:
         print(f"  failures by kind: {result['failures_by_kind']}", file=out)
     for failure in result["failures"][:20]:
