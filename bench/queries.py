@@ -144,6 +144,19 @@ class Query:
             out.append("order=desc")
         return "&".join(out)
 
+    def form_of(self, told):
+        """Which of the allowed forms `told` is, in words (None: none)."""
+        for ops in ("given", "grammar"):
+            for order in (False, True):
+                if told == self.canonical(ops, order):
+                    same = self.canonical("given", order) == self.canonical("grammar", order)
+                    words = "one operator order" if same else ("operators as given" if ops == "given" else
+                                                               "operators in the grammar's order")
+                    if self.canonical(ops, True) != self.canonical(ops, False):
+                        words += ", order=desc" + (" named" if order else " left out")
+                    return words
+        return None
+
     def canonical_forms(self):
         """{form: name}: the forms the contract's words allow (the contract
         names conditions and sort; the server may add `order=desc`)."""
@@ -940,9 +953,8 @@ class Writes:
             problems = []
             for change in reply["changes"]:
                 told = change.get("query")
-                forms = o.query.canonical_forms()
-                self.canonical_forms["/".join(sorted({v for k, v in forms.items() if k == told})) or "other"] += 1
-                if told not in forms:
+                self.canonical_forms[o.query.form_of(told) or "other"] += 1
+                if told not in o.query.canonical_forms():
                     problems.append(f"query {told!r}, {o.query.canonical()!r} expected")
                 kind = change.get("op")
                 if kind == "insert" and change.get("path") == base:
