@@ -24,6 +24,9 @@ from harness import HOST, Client, cpu_seconds, rss_kib
 class Poll:
     """A parked long-poll on its own connection."""
 
+    timeout = 60    # seconds the server keeps it parked (its --max-long-poll bounds it)
+    headers = ""    # more header lines, each ending in \r\n
+
     def __init__(self, port, observer, since):
         self.observer = observer
         self.since = since
@@ -35,7 +38,7 @@ class Poll:
     def send(self):
         self.buffer = b""
         self.answered_at = None
-        request = f"GET /observers/{self.observer}/changes?since={self.since}&timeout=60 HTTP/1.1\r\nHost: x\r\n\r\n"
+        request = f"GET /observers/{self.observer}/changes?since={self.since}&timeout={self.timeout} HTTP/1.1\r\nHost: x\r\n{self.headers}\r\n"
         self.sock.setblocking(True)
         self.sock.sendall(request.encode())
         self.sock.setblocking(False)

@@ -115,10 +115,14 @@ def copy_database(template, path):
     shutil.copyfile(template, path)
 
 
-def seed(binary, workdir, count, reseed=False):
+def seed(binary, workdir, count, reseed=False, name="orders", prepare=None, order_of=None):
     """A database with `count` orders; returns (path, [(id, position)] by position).
-    Reused from an earlier run when present (`--reseed` makes it again)."""
-    path = os.path.join(workdir, f"orders-{count}.sqlite")
+    Reused from an earlier run when present (`--reseed` makes it again).
+    `prepare(client)`, when given, runs through the API before the first
+    order (bench/queries.py makes donuts and jobs there); `order_of(k)` is
+    the (donutId, quantity) of the k-th order inserted (default: the four
+    donuts of a new database in turn, quantities 1 to 12)."""
+    path = os.path.join(workdir, f"{name}-{count}.sqlite")
     if os.path.exists(path) and not reseed:
         with sqlite3.connect(path) as db:
             rows = db.execute("SELECT id, position FROM orders ORDER BY position").fetchall()
@@ -129,6 +133,8 @@ def seed(binary, workdir, count, reseed=False):
     server = start_server(binary, path, workdir)
     try:
         client = client_of(server.port)
+        if prepare is not None:
+            prepare(client)
         status, _, first = client.request("POST", "/truck/orders", {"donutId": DONUTS[0], "quantity": 1})
         assert status == 201, status
         client.close()
@@ -141,9 +147,10 @@ def seed(binary, workdir, count, reseed=False):
     seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
     position = max(max(r[1] for r in rows), seq)
     fresh = []
+    order_of = order_of or (lambda k: (DONUTS[k % 4], 1 + k % 12))
     for k in range(count - len(rows)):
         position += 1
-        fresh.append((str(uuid.uuid4()), position, DONUTS[k % 4], 1 + k % 12))
+        fresh.append((str(uuid.uuid4()), position, *order_of(k)))
     db.executemany("INSERT INTO orders (id, position, donut_id, quantity) VALUES (?, ?, ?, ?)", fresh)
     # As if the rows had been placed through the API and the log pruned
     # since: the `seq` is the newest position (the server places a new
@@ -246,6 +253,8 @@ class Stream:
     """Parked polls of `observers`, and the writes. `expect(write)` names the
     observers a write must wake."""
 
+    poll_class = ParkedPoll
+
     def __init__(self, client, server, observers, grace, marked=True):
         self.client, self.server, self.grace, self.marked = client, server, grace, marked
         self.lost = []
@@ -258,7 +267,7 @@ class Stream:
     def park(self, observers):
         """Parks a long-poll for each of `observers` (more may follow)."""
         for observer in observers:
-            poll = ParkedPoll(self.client.port, observer.id, observer.cursor)
+            poll = self.poll_class(self.client.port, observer.id, observer.cursor)
             observer.poll = poll
             self.by_fd[poll.sock.fileno()] = observer
             self.epoll.register(poll.sock.fileno(), select.EPOLLIN)
@@ -285,7 +294,7 @@ class Stream:
 
     def reconnect(self, observer, wanted):
         old = observer.poll
-        observer.poll = ParkedPoll(self.client.port, observer.id, old.since)
+        observer.poll = self.poll_class(self.client.port, observer.id, old.since)
         fd = observer.poll.sock.fileno()
         self.by_fd[fd] = observer
         self.epoll.register(fd, select.EPOLLIN)
