@@ -299,4 +299,27 @@ import Testing
         #expect(heard.map { $0["op"] } == ["remove", "insert"])
         #expect(Set(heard.compactMap { $0["seq"]?.intValue }).count == 1)
     }
+    /// Two readers of different queries woken by one write each get what
+    /// their own query says, never an answer built for the other.
+    @Test func readersOfDifferentQueriesWokenByOneWriteGetTheirOwnAnswers() throws {
+        let server = try TestServer()
+        let client = server.client
+        _ = try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": 7])
+        let all = try client.observer(), top = try client.observer()
+        let cursor = try #require(try client.get("/truck/orders?quantity=gte.5&order=desc", observer: all).cursor)
+        #expect(try client.get("/truck/orders?sort=-quantity&limit=5&fields=quantity", observer: top).status == 200)
+        let polls = try [all, top].map { observer in
+            let poll = try TestConnection(port: server.port)
+            try poll.send("GET", "/observers/\(observer)/changes?since=\(cursor)&timeout=20")
+            return poll
+        }
+        try server.waitUntil(parked: 2)
+        _ = try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": 999])
+        let answers = try polls.map { try $0.receive().json.changeList }
+        #expect(answers[0].first?["query"] == "quantity=gte.5&order=desc")
+        #expect(answers[0].first?["new"]?["donutId"] == .string(Seed.glazed))
+        #expect(answers[1].first?["query"] == "sort=-quantity")
+        #expect(answers[1].first?["new"]?["donutId"] == nil)
+        #expect(answers[1].first?["new"]?["quantity"] == 999)
+    }
 }
