@@ -215,8 +215,7 @@ public struct WriteTransaction: ~Copyable {
     /// and after it. A query's reader hears what the whole write does to
     /// its copy, never a state half-way through it. The element before is
     /// worked out from the element as the write leaves it, undoing its
-    /// changes (a change inside a nested element, a card, moves no
-    /// queryable value of its own and is not undone in the element's text).
+    /// changes, those inside its nested elements (a game's cards) too.
     private mutating func addRows() {
         guard !queried.isEmpty else { return }
         for (resource, id, _) in queried.values.sorted(by: { $0.order < $1.order }) {
@@ -245,10 +244,19 @@ public struct WriteTransaction: ~Copyable {
                 if case .object(var image)? = try? JSONParser.parse(text) {
                     for index in indices {
                         let change = pending[index]
-                        guard let field = change.places.first(where: { $0.collection == resource.path })?.field,
-                              change.path == prefix + field, let old = change.old.flatMap({ try? JSONParser.parse($0) })
-                        else { continue }
-                        image[field] = old
+                        guard change.path.hasPrefix(prefix), let old = change.old.flatMap({ try? JSONParser.parse($0) }) else { continue }
+                        let parts = change.path.dropFirst(prefix.count).split(separator: "/").map(String.init)
+                        if parts.count == 1 {
+                            image[parts[0]] = old
+                        } else if parts.count == 3, case .array(var children)? = image[parts[0]],
+                                  let child = children.firstIndex(where: { $0["id"]?.stringValue == parts[1] }),
+                                  case .object(var element) = children[child]
+                        {
+                            // A change inside a nested element (a card of a game).
+                            element[parts[2]] = old
+                            children[child] = .object(element)
+                            image[parts[0]] = .array(children)
+                        }
                     }
                     finalText = text
                     oldText = JSONWriter.string(.object(image))

@@ -322,4 +322,23 @@ import Testing
         #expect(answers[1].first?["new"]?["donutId"] == nil)
         #expect(answers[1].first?["new"]?["quantity"] == 999)
     }
+    /// A game whose last pair is matched leaves `isOver=eq.false` as one
+    /// `remove` showing the game as it was before that write, its cards too.
+    @Test func aGameEndingLeavesWithItsCardsAsTheyWereBeforeTheWrite() throws {
+        let server = try TestServer()
+        let client = server.client
+        let game = try client.post("/games", ["pairs": 1])
+        let id = try #require(game.json["id"]?.stringValue)
+        let cards = try #require(game.json["cards"]?.arrayValue).compactMap { $0["id"]?.stringValue }
+        let reader = try client.observer()
+        let cursor = try #require(try client.get("/games?isOver=eq.false", observer: reader).cursor)
+        #expect(try client.post("/games/\(id)/cards/\(cards[0])/choose").status == 200)
+        #expect(try client.post("/games/\(id)/cards/\(cards[1])/choose").status == 200)
+        let heard = try Self.heard(client, reader, since: cursor)
+        #expect(heard.map { $0["op"] } == ["set", "remove"])
+        let old = heard.last?["old"]
+        #expect(old?["isOver"] == false)
+        #expect(old?["cards"]?.arrayValue?.map { $0["isMatched"] } == [false, false])
+        #expect(old?["cards"]?.arrayValue?.map { $0["isFaceUp"] } == [true, false])
+    }
 }
