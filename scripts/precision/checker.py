@@ -5,13 +5,14 @@ import random
 import time
 
 from harness import Client, ConnectionLost
-from .checks import FeedChecks, LongPollChecks, ObserverChecks, ReadChecks, RestartChecks, StreamChecks, WriteChecks
+from .checks import FeedChecks, LongPollChecks, ObserverChecks, QueryChecks, ReadChecks, RestartChecks, StreamChecks, WriteChecks
 from .model import Log, State, jdump, short
 from .operations import Reads, Writes
+from .queries import QueryGen
 from .transport import Transport
 
 
-class Checker(Transport, WriteChecks, ReadChecks, FeedChecks, ObserverChecks, LongPollChecks, StreamChecks,
+class Checker(Transport, WriteChecks, ReadChecks, QueryChecks, FeedChecks, ObserverChecks, LongPollChecks, StreamChecks,
               RestartChecks):
     """A run: random operations from the seed, each checked by its part
     (precision/checks), restarts at even intervals, then the end checks."""
@@ -33,6 +34,8 @@ class Checker(Transport, WriteChecks, ReadChecks, FeedChecks, ObserverChecks, Lo
         self.pos_sorted = collections.defaultdict(list)  # collection -> [(creation index, position)]
         self.writes = Writes(self)
         self.reads = Reads(self)
+        self.qgen = QueryGen(self.rng)
+        self.queries = getattr(args, "queries", True)
         self.seer = None
         self.stats = collections.Counter()
         self.longpoll_budget = args.longpolls
@@ -94,6 +97,11 @@ class Checker(Transport, WriteChecks, ReadChecks, FeedChecks, ObserverChecks, Lo
             (0.004, lambda: self.do_displace(obs)),
             (0.006, lambda: self.do_stream(obs)),
         ]
+        if self.queries:
+            table += [
+                (0.09, lambda: self.do_query_read(obs if self.rng.random() < 0.9 else None)),
+                (0.006, lambda: self.do_bad_query(obs)),
+            ]
         acc = 0
         total = sum(w for w, _ in table)
         r *= total
@@ -128,6 +136,7 @@ class Checker(Transport, WriteChecks, ReadChecks, FeedChecks, ObserverChecks, Lo
 
     def finish(self):
         self.check_everything("at the end")
+        self.check_copies("at the end")
         # Replays: the whole range from each observer's creation, for a sample.
         sample = self.rng.sample(self.observers, min(len(self.observers), 40))
         for obs in sample:

@@ -60,6 +60,8 @@ def main():
     ap.add_argument("--longpolls", type=int, default=None, help="most long-poll and displacement tests (default ops/100, at most 300)")
     ap.add_argument("--streams", type=int, default=None, help="most stream tests (default ops/150, at most 200)")
     ap.add_argument("--postgres-url", default=None, help="admin URL of a PostgreSQL server (default $OBSERVABLE_TEST_POSTGRES_ADMIN_URL)")
+    ap.add_argument("--no-queries", dest="queries", action="store_false",
+                    help="leave out query reads (SPEC §3d), for a server without them")
     ap.add_argument("--planted-faults", action="store_true", help="check that each planted fault is caught")
     ap.add_argument("--max-print", type=int, default=20, help="failures printed per category (all are counted)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder with the server logs")

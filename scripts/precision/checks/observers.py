@@ -70,7 +70,7 @@ class ObserverChecks:
         got = body.get("reads") or []
         gs = set(got)
         want = set(obs.reads)
-        colls = {sh.coll for sh in obs.shapes.values()}
+        colls = {sh.coll for sh in obs.shapes.values()} | {q.coll for q in obs.qshapes.values()}
         missing = sorted((want | colls) - gs)
         extra = sorted(p for p in gs - want - colls if not any(p.startswith(c + "/") for c in colls))
         # What the shapes of top-level collections cover now: each shown
@@ -110,10 +110,21 @@ class ObserverChecks:
                 if e is not None:
                     obs.elem_from[e] = min(obs.elem_from.get(e, INF), sh.frm)
         gsh = collections.Counter()
+        gq = collections.Counter()
         for x in body.get("shapes") or []:
             if isinstance(x, dict):
                 f = x.get("fields")
+                if x.get("query") is not None:
+                    # a query shape: its window's bounds are tokens (or positions), not compared
+                    gq[(x.get("collection"), None if f is None else tuple(sorted(f)), x.get("query"))] += 1
+                    continue
                 gsh[(x.get("collection"), None if f is None else tuple(f), x.get("from"), x.get("through"))] += 1
+        wq = collections.Counter(q.listing() for q in obs.qshapes.values())
+        if gq != wq:
+            self.report.fail("wrong-reads", f"observer {obs.id}: GET /observers/{obs.id} lists {sum(gq.values())} query shapes, the model "
+                                            f"{sum(wq.values())}: missing {list((wq - gq).elements())[:4]}, "
+                                            f"extra {list((gq - wq).elements())[:4]}; model: {[q.describe() for q in obs.qshapes.values()][:4]}; "
+                                            f"before: {list(obs.trail)}")
         wsh = collections.Counter(sh.listing() for sh in obs.shapes.values())
         if gsh != wsh:
             self.report.fail("wrong-reads", f"observer {obs.id}: GET /observers/{obs.id} lists {sum(gsh.values())} shapes, the model "
