@@ -473,7 +473,7 @@ class QueryGen:
         if op == "in":
             n = rng.randint(1, 4)
             items = [self.value_text(coll, field, t, pool) for _ in range(n)]
-            return Cond(field, t, op, [v for _, v in items], in_items([x for x, _ in items], rng))
+            return Cond(field, t, op, [v for _, v in items], in_items([x for x, _ in items], rng if t == "text" else None))
         text, v = self.value_text(coll, field, t, pool)
         return Cond(field, t, op, v, f"{op}.{text}")
 
