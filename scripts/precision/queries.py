@@ -46,12 +46,15 @@ OPS = ("eq", "neq", "lt", "lte", "gt", "gte")
 
 
 def select(obj, fields):
-    if obj is None or fields is None:
-        return obj
+    """The element with the fields shown: a copy, never the log's version itself."""
+    if obj is None:
+        return None
+    if fields is None:
+        return json.loads(jdump(obj))
     out = {"id": obj["id"]} if "id" in obj else {}
     for f in fields:
         if f in obj:
-            out[f] = obj[f]
+            out[f] = json.loads(jdump(obj[f]))
     return out
 
 
@@ -212,7 +215,7 @@ class QueryRead:
         last = (self.last_key, True) if self.more else None
         lo, hi = (last, after) if s.desc else (after, last)
         qs = QShape(s, lo, hi, frm)
-        qs.copy = {e["id"]: e for e in self.elems}
+        qs.copy = {e["id"]: json.loads(jdump(e)) for e in self.elems}
         qs.copy_cur = frm
         return qs
 

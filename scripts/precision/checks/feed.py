@@ -98,7 +98,7 @@ class FeedChecks:
             self.report.fail("wrong-cursor", f"observer {obs.id}: {desc} answered {len(raw) + len(qw)} change(s) (< limit {limit}) "
                                              f"but cursor {cursor} before the newest seq {newest_before}")
         if obs.qshapes:
-            self.apply_copies(obs, desc, since, cursor, changes, routes)
+            self.apply_copies(obs, desc, since, cursor, changes, routes, co)
         return cursor
 
     def match_query(self, obs, desc, since, c, q_by, q_loose, matched, seen, routes):
@@ -137,19 +137,22 @@ class FeedChecks:
             self.report.fail("spurious", f"observer {obs.id} (query shapes {shs[:4]}): {desc} (since {since}) answered {short(c)}; "
                                          f"the transaction: {[short(x.json(), 160) for x in before][:4]}; before: {list(obs.trail)}")
 
-    def apply_copies(self, obs, desc, since, cursor, changes, routes):
+    def apply_copies(self, obs, desc, since, cursor, changes, routes, co=False):
         """Each query shape's copy, with the changes delivered to it applied,
         must equal a fresh read of its query over its window at `cursor`."""
         for sh in list(obs.qshapes.values()):
             if sh.copy_cur is None or sh.copy_cur >= cursor:
                 continue
-            if since > sh.copy_cur:
-                # a poll past where the copy stands: the copy is read afresh
+            if since > sh.copy_cur or (co and since != sh.copy_cur):
+                # a poll past where the copy stands (or a coalesced one from
+                # before it, whose folded sets cannot be split): read afresh
                 sh.copy = sh.window_at(self.log, cursor)
                 sh.copy_cur = cursor
                 self.stats["query-copy-reread"] += 1
                 continue
             n = 0
+            applied = []
+            before = dict(sh.copy)
             for c in changes:
                 if not isinstance(c, dict) or c.get("query") != sh.qs or not isinstance(c.get("seq"), int) or c["seq"] <= sh.copy_cur:
                     continue
@@ -157,6 +160,8 @@ class FeedChecks:
                 if w is None or sh.key in w.shapes:
                     apply_change(sh, c)
                     n += 1
+                    applied.append(c)
+            cur0 = sh.copy_cur
             sh.copy_cur = cursor
             want = sh.window_at(self.log, cursor)
             self.stats["query-copy-checked"] += 1
@@ -167,7 +172,8 @@ class FeedChecks:
                 self.report.fail("query-copy", f"observer {obs.id}: {sh.describe()}: after {desc} ({n} change(s) applied) the copy "
                                                f"lacks {gone[:4]}, has {extra[:4]} too, differs in "
                                                f"{[(short(sh.copy[i], 120), short(want[i], 120)) for i in diff[:3]]}; "
-                                               f"a fresh read at {cursor} shows {short(list(want.values()), 400)}")
+                                               f"a fresh read at {cursor} shows {short(list(want.values()), 400)}; the copy was "
+                                               f"{short(list(before.values()), 300)} at {cur0}; applied {short(applied, 400)}")
                 sh.copy = want
 
     def poll(self, obs, since=None, limit=None, co=False, timeout=0, k=None, prefer=False, check=True):
