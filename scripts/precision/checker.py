@@ -35,6 +35,7 @@ class Checker(Transport, WriteChecks, ReadChecks, QueryChecks, FeedChecks, Obser
         self.writes = Writes(self)
         self.reads = Reads(self)
         self.qgen = QueryGen(self.rng)
+        self.tokens = {}                                 # (collection, sort field, desc) -> [(after token, key)] the Links gave
         self.queries = getattr(args, "queries", True)
         self.seer = None
         self.stats = collections.Counter()

@@ -57,6 +57,10 @@ class QueryChecks:
             # after= a position a Link gave (a read without sort)
             pos = rng.choice(list(self.pool[coll]))
             spec.after = (str(pos), (self.log.idx[(coll, self.pool[coll][pos])],))
+        elif spec.sort is not None and self.tokens.get((coll,) + spec.sort) and rng.random() < 0.25:
+            # after= a token a Link of the same sort gave, maybe long ago (its
+            # element since changed or gone): it carries the key it was made with
+            spec.after = rng.choice(self.tokens[(coll,) + spec.sort])
         nxt = self.query_one(obs, spec, spec.url(rng))
         hops = 0
         while nxt is not None and hops < 4 and rng.random() < 0.6:
@@ -108,6 +112,11 @@ class QueryChecks:
         token = dict(link[1]).get("after")
         if spec.sort is None:
             self.learn_position(desc, spec.coll, qr.shown[-1], int(token))
+        else:
+            lst = self.tokens.setdefault((spec.coll,) + spec.sort, [])
+            lst.append((token, qr.last_key))
+            if len(lst) > 50:
+                del lst[:10]
         return spec, qr, link[2], token
 
     def do_bad_query(self, obs):
