@@ -14,15 +14,26 @@ K = (null?, value, creation index) for a sorted read (the creation index
 stands for the position: both grow with creation), K = (creation index,)
 without `sort`. Ascending from just past the `after` element (open when
 the read had no `after`) to the last element shown (open when no Link
-came); descending the mirror image. A transaction touching an element of
-the collection is, for each query shape heard after the read:
+came); descending the mirror image. Each change of the log that lands on an
+element of the collection (its insert, its remove, a set of one of its
+properties, a card's included) is, for each query shape read before it,
+judged on its own, the element just before the change against the element
+just after it (the log's versions are per change):
   in before, out after  -> remove (old: the element as it was, fields shown)
   out before, in after  -> insert (new: the element after it, fields shown)
-  in both               -> each set of a shown field, as the log has it
-  out both              -> nothing.
-The seq of a remove or insert that a set caused is that of one of the
-transaction's changes of the element: the contract does not say which, so
-any of them is accepted (a poll never splits a transaction)."""
+  in both               -> the set itself, if it is of a shown field
+  out both              -> nothing,
+at the change's seq, with the canonical query in `query`. So a write that
+changes a shown field and then one a condition looks at says a set and a
+remove; the copy, with them applied, equals a fresh read after every
+change, and so after every transaction, which is what a poll sees.
+
+The canonical query: the conditions by field (the model's declared order,
+which is alphabetical here), each field's in the order given, their values
+as given; then `sort=[-]field`, or `order=desc` for a descending read
+without sort. Changes are matched by what their query means (values of
+their type: `in.("a",b)` is `in.(a,b)`, `1e1` is `10`); a text other than
+the canonical one is counted once per pair as `query-text`."""
 
 import bisect
 import collections
@@ -58,6 +69,61 @@ def select(obj, fields):
     return out
 
 
+TYPES = {f: t.rstrip("?") for fs in QUERYABLE.values() for f, t in fs}
+
+
+def split_items(text):
+    """The items of `a,"b,c",d` (None when malformed)."""
+    items, cur, quoted, esc, was = [], "", False, False, False
+    for ch in text:
+        if quoted:
+            if esc:
+                cur += ch
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                quoted = False
+            else:
+                cur += ch
+            continue
+        if ch == ",":
+            items.append(cur)
+            cur, was = "", False
+        elif ch == '"' and not cur and not was:
+            quoted = was = True
+        else:
+            cur += ch
+    items.append(cur)
+    return None if quoted else items
+
+
+def norm_query(text):
+    """A query's text as what it means: each condition with its values of
+    their type (so `in.("a",b)` is `in.(a,b)` and `1e1` is `10`), in the
+    order of the text; the sort or the order. Two texts that mean the same
+    query match, the text itself is compared apart (`query-text`)."""
+    if not isinstance(text, str):
+        return text
+    out = []
+    for part in text.split("&"):
+        name, _, value = part.partition("=")
+        typ = TYPES.get(name)
+        if typ is None or value in ("is.null", "not.is.null"):
+            out.append((name, value))
+            continue
+        op, _, rest = value.partition(".")
+        try:
+            if op == "in" and rest.startswith("(") and rest.endswith(")"):
+                items = split_items(rest[1:-1])
+                out.append((name, op, None if items is None else tuple(parse_value(typ, x) for x in items)))
+            else:
+                out.append((name, op, parse_value(typ, rest)))
+        except ValueError:
+            out.append((name, value))
+    return tuple(out)
+
+
 def parse_value(typ, text):
     if typ == "integer":
         return int(text)
@@ -75,7 +141,7 @@ def in_items(items, rng=None, force_quote=False):
     out = []
     for it in items:
         must = any(ch in it for ch in ',"\\() ') or it == ""
-        if must or force_quote or (rng is not None and rng.random() < 0.1):
+        if must or force_quote or (rng is not None and rng.random() < 0.03):
             out.append('"' + it.replace("\\", "\\\\").replace('"', '\\"') + '"')
         else:
             out.append(it)
@@ -129,6 +195,10 @@ class Spec:
         q = [f"{c.field}={c.text}" for c in cs]
         if sort is not None:
             q.append("sort=" + ("-" if sort[1] else "") + sort[0])
+        elif desc:
+            # not in the contract's example; the server says it, and a
+            # descending read's shape is another shape (GET /observers/{id})
+            q.append("order=desc")
         self.qs = "&".join(q)   # the canonical query
 
     def is_query(self):
@@ -236,8 +306,9 @@ class QC:
             d["new"] = new
         d["query"] = query
         self.d = d
-        self.key = ("q", txn, query, op, path, jdump(old), jdump(new))
-        self.loose = ("q", txn, query, op, path)
+        nq = norm_query(query)
+        self.key = ("q", txn, nq, op, path, jdump(old), jdump(new))
+        self.loose = ("q", txn, nq, op, path)
         self.shapes = {shape_key}
         self.optional = False
 
@@ -256,6 +327,7 @@ class QShape:
         self.coll = spec.coll
         self.fields = None if spec.fields is None else frozenset(spec.fields)
         self.qs = spec.qs
+        self.nq = norm_query(spec.qs)
         self.lo, self.hi, self.frm = lo, hi, frm
         self.key = (spec.coll, None if spec.fields is None else tuple(sorted(set(spec.fields))), spec.qs, lo, hi)
         self.memo = {}
@@ -281,36 +353,34 @@ class QShape:
         return {i: select(rep, self.spec.fields) for idx, i, rep in elements_at(log, self.coll, seq) if self.holds(rep, idx)}
 
     def changes(self, log, txn):
-        """The changes transaction `txn` makes this shape's reader receive."""
+        """The changes transaction `txn` makes this shape's reader receive:
+        each change of the log judged on its own, the element just before
+        it against the element just after it (a write's changes one by one,
+        as the server says them)."""
         got = self.memo.get(txn)
         if got is not None:
             return got
-        es = log.txn_entries[txn]
         out = []
-        if es and es[0].seq > self.frm:
-            touched = collections.OrderedDict()
-            for e in es:
-                for p in e.places:
-                    if p[0] == self.coll:
-                        touched.setdefault(p[1], []).append(e)
-            s0, s1 = es[0].seq - 1, es[-1].seq
-            for idx, xs in touched.items():
+        for x in log.txn_entries[txn]:
+            if x.seq <= self.frm:
+                continue
+            for p in x.places:
+                if p[0] != self.coll:
+                    continue
+                idx = p[1]
                 i = log.order[self.coll][idx]
-                before = log.version(self.coll, i, s0)
-                after = log.version(self.coll, i, s1)
+                before = log.version(self.coll, i, x.seq - 1)
+                after = log.version(self.coll, i, x.seq)
                 b, a = self.holds(before, idx), self.holds(after, idx)
-                seqs = [x.seq for x in xs]
                 if b and not a:
-                    out.append(QC(seqs, txn, self.coll, "remove", select(before, self.spec.fields), None, self.qs, self.key))
+                    out.append(QC([x.seq], txn, self.coll, "remove", select(before, self.spec.fields), None, self.qs, self.key))
                 elif a and not b:
-                    out.append(QC(seqs, txn, self.coll, "insert", None, select(after, self.spec.fields), self.qs, self.key))
-                elif a and b:
-                    pre = f"{self.coll}/{i}/"
-                    for x in xs:
-                        if x.op == "set" and x.path.startswith(pre):
-                            field = x.path[len(pre):].split("/", 1)[0]
-                            if self.fields is None or field in self.fields:
-                                out.append(QC([x.seq], txn, x.path, "set", x.old, x.new, self.qs, self.key))
+                    out.append(QC([x.seq], txn, self.coll, "insert", None, select(after, self.spec.fields), self.qs, self.key))
+                elif a and b and x.op == "set":
+                    field = x.path[len(self.coll) + len(i) + 2:].split("/", 1)[0]
+                    if self.fields is None or field in self.fields:
+                        out.append(QC([x.seq], txn, x.path, "set", x.old, x.new, self.qs, self.key))
+                break
         self.memo[txn] = out
         return out
 
@@ -363,7 +433,7 @@ def query_receives(obs, log, c):
     le = log.by_seq.get(c.get("seq"))
     if le is None:
         return False
-    key = ("q", le.txn, c.get("query"), c.get("op"), c.get("path"), jdump(c.get("old")), jdump(c.get("new")))
+    key = got_key(log, c)
     for sh in obs.qshapes.values():
         for w in sh.changes(log, le.txn):
             if w.key == key and c.get("seq") in w.allowed:
@@ -439,9 +509,10 @@ class QueryGen:
             r = rng.random()
             if isinstance(v, float) and v.is_integer():
                 v = int(v)
-            if r < 0.15 and isinstance(v, int):
+            # now and then a number not as JSON writes it: the query's text says it as given
+            if r < 0.03 and isinstance(v, int):
                 text = f"{v}.0"
-            elif r < 0.25 and isinstance(v, int) and v % 10 == 0:
+            elif r < 0.06 and isinstance(v, int) and v % 10 == 0:
                 text = f"{v // 10}e1"
             else:
                 text = json.dumps(v)
@@ -601,7 +672,7 @@ def got_key(log, c, co=False):
         le = log.by_seq.get(c.get("seq"))
         if le is None:
             return None
-        return ("q", le.txn, c.get("query"), c.get("op"), c.get("path"), jdump(c.get("old")), jdump(c.get("new")))
+        return ("q", le.txn, norm_query(c.get("query")), c.get("op"), c.get("path"), jdump(c.get("old")), jdump(c.get("new")))
     return ("p", c.get("seq"), c.get("path")) if co else ("p", c.get("seq"))
 
 

@@ -1,7 +1,7 @@
 """Polls of the change feed, compared with what the log says each observer receives."""
 
 from ..model import advance_implied, coalesce, delivered, jdump, receives, short
-from ..queries import apply_change, coalesce_query, got_key, query_expected, query_receives
+from ..queries import apply_change, coalesce_query, got_key, norm_query, query_expected, query_receives
 
 
 class FeedChecks:
@@ -118,6 +118,7 @@ class FeedChecks:
         if w is not None:
             matched.add(key)
             routes[id(c)] = w
+            self.check_query_text(desc, c, w)
             if s not in w.allowed:
                 self.report.fail("wrong-value", f"observer {obs.id}: {desc} answered {short(c)} at seq {s}; the model has it at "
                                                 f"{'one of ' if len(w.allowed) > 1 else ''}{list(w.allowed)}")
@@ -137,6 +138,16 @@ class FeedChecks:
             self.report.fail("spurious", f"observer {obs.id} (query shapes {shs[:4]}): {desc} (since {since}) answered {short(c)}; "
                                          f"the transaction: {[short(x.json(), 160) for x in before][:4]}; before: {list(obs.trail)}")
 
+    def check_query_text(self, desc, c, w):
+        """The query's text must be the canonical one (counted once per pair)."""
+        got, want = c.get("query"), w.d["query"]
+        if got != want:
+            seen = self.__dict__.setdefault("query_texts", set())
+            if (want, got) not in seen:
+                seen.add((want, got))
+                self.report.fail("query-text", f"{desc} answered {short(c)}: its query is {got!r}; the canonical text "
+                                               f"(conditions by field, values as given) is {want!r}")
+
     def apply_copies(self, obs, desc, since, cursor, changes, routes, co=False):
         """Each query shape's copy, with the changes delivered to it applied,
         must equal a fresh read of its query over its window at `cursor`."""
@@ -154,7 +165,8 @@ class FeedChecks:
             applied = []
             before = dict(sh.copy)
             for c in changes:
-                if not isinstance(c, dict) or c.get("query") != sh.qs or not isinstance(c.get("seq"), int) or c["seq"] <= sh.copy_cur:
+                if not isinstance(c, dict) or "query" not in c or norm_query(c["query"]) != sh.nq \
+                        or not isinstance(c.get("seq"), int) or c["seq"] <= sh.copy_cur:
                     continue
                 w = routes.get(id(c))
                 if w is None or sh.key in w.shapes:
