@@ -153,4 +153,8 @@ class Checker(Transport, WriteChecks, ReadChecks, QueryChecks, FeedChecks, Obser
         print("operations: " + ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()) if not k.startswith("write:")), flush=True)
         print(f"figures: {self.stats['ops']} operations, {self.all_ids} observers, {self.stats['poll']} polls checked, "
               f"{self.stats['delivered']} changes delivered, {self.stats['page']} pages read, {self.stats['shape']} shapes tracked", flush=True)
+        if self.log.flipflops:
+            q, a, b = self.log.flipflops[0]
+            print(f"note: {len(self.log.flipflops)} times a query shape was said an insert and a remove of one element in one "
+                  f"transaction (its copy unchanged), e.g. {q}: {short(a, 200)} then {short(b, 200)}", flush=True)
         print("writes: " + ", ".join(f"{k[6:]} {v}" for k, v in sorted(self.stats.items()) if k.startswith("write:")), flush=True)

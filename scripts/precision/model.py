@@ -180,6 +180,7 @@ class Log:
         # server answers it (None once removed): what a query read of any
         # seq sees (precision/queries.py).
         self.versions = {}                            # (collection, id) -> ([seq], [representation or None])
+        self.flipflops = []                           # (query, insert, remove) said in one transaction (queries.py)
 
     def register(self, coll, i, seq):
         if (coll, i) not in self.idx:

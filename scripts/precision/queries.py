@@ -381,6 +381,14 @@ class QShape:
                     if self.fields is None or field in self.fields:
                         out.append(QC([x.seq], txn, x.path, "set", x.old, x.new, self.qs, self.key))
                 break
+        # An insert then a remove of one element in one transaction leaves
+        # the copy as it was (the contract: "no change that leaves the copy
+        # unchanged"); said change by change, as the server does, they are
+        # expected, and noted (Log.flipflops) for the report.
+        ins = {c.d["new"].get("id"): c for c in out if c.d["op"] == "insert"}
+        for c in out:
+            if c.d["op"] == "remove" and c.d["old"].get("id") in ins and ins[c.d["old"]["id"]].seq < c.seq:
+                log.flipflops.append((self.spec.describe(), ins[c.d["old"]["id"]].d, c.d))
         self.memo[txn] = out
         return out
 
