@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "ModelObservation",
             dependencies: [
-                "Concurrency",
+                "Concurrency", "JSON",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ]

@@ -270,6 +270,8 @@ final class ChangeFeed: Sendable {
         if change.operation != .remove {
             object.member("new", json: change.new, into: &body)
         }
+        // Said to a query's reader: which of its reads it is for.
+        if let query = change.query { object.member("query", query, into: &body) }
         object.end(into: &body)
     }
 }

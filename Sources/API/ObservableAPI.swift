@@ -100,7 +100,9 @@ public final class ObservableAPI: Sendable {
         let snapshot = store.snapshot
         // A conditional read may answer 304: made each time.
         let conditional = request.header("If-None-Match") != nil
-        let kept = conditional ? nil : answers.answer(to: request.path, query: request.query, in: snapshot)
+        // A parameter named twice is not in the key answers are kept under.
+        let keeps = !conditional && request.repeatedQuery.isEmpty
+        let kept = !keeps ? nil : answers.answer(to: request.path, query: request.query, in: snapshot)
         // An observer it does not know is refused before a read is
         // rendered; the read of a kept answer finds it out when tracked.
         if let observer, kept == nil || request.method == "HEAD", !store.knowsObserver(observer) {
@@ -116,7 +118,7 @@ public final class ObservableAPI: Sendable {
             var made = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
             for next in representation.nextPages { made.headers.append(("Link", next.link)) }
             response = made
-            if !conditional {
+            if keeps {
                 answers.keep(representation, response, for: request.path, query: request.query, in: snapshot)
             }
         }

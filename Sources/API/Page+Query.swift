@@ -48,6 +48,10 @@ extension NextPage {
     /// shown under (`orders` in the truck).
     var link: String {
         let fields = fields.map { "fields=" + $0.joined(separator: ",") + "&" } ?? ""
+        if let query {
+            let limit = page.limit.map { "&limit=\($0)" } ?? ""
+            return "<\(collection)?\(fields)\(query)\(limit)&after=\(cursor ?? String(page.after ?? 0))>; rel=\"next\""
+        }
         let target = "<\(collection)?\(fields)\(page.query)>; rel=\"next\""
         return member.map { target + "; title=\"\($0)\"" } ?? target
     }

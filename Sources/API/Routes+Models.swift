@@ -43,6 +43,9 @@ extension ObservableAPI {
         let element = resource.kind == .singleton ? resource.path : resource.path + "/:id"
         if operations.contains(.list) {
             router.get(resource.path) { [self] context in
+                if let query = try CollectionQuery.parse(context.request, of: resource) {
+                    return try read(context, fields: resource.selectableFields) { state, selection in resource.list(in: state, selection, query: query) }
+                }
                 let page = try Page.parse { context.request.query[$0] }
                 return try read(context, fields: resource.selectableFields) { state, selection in resource.list(in: state, selection, page: page) }
             }

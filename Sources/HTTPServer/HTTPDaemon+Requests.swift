@@ -53,12 +53,13 @@ extension HTTPDaemon {
         }
         if context.answered { return .YES }
         guard requestIsIn(connection) else { return .NO }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: context.method,
             path: context.url,
             query: context.query,
             fields: context.fields,
             body: context.body)
+        request.repeatedQuery = context.repeatedQuery
         context.body = []
         context.fields = []
         let handle = Connection(daemon: self, pointer: ConnectionPointer(raw: connection), context: context)
@@ -178,6 +179,7 @@ extension HTTPDaemon {
             context.refusal = (414, "A query may have at most \(configuration.maxQueryParameters) parameters.")
         } else {
             context.query = query.values
+            context.repeatedQuery = query.repeated
         }
     }
 
@@ -250,6 +252,7 @@ final class RequestContext: @unchecked Sendable {
     var targetHasQuery = false
     /// The query's parameters, once the headers are in (`readQuery`).
     var query: [String: String] = [:]
+    var repeatedQuery: [String: [String]] = [:]
     /// Why a request is refused from its target alone (status and detail),
     /// answered once its headers are in.
     var refusal: (status: Int, detail: String)?
@@ -303,6 +306,8 @@ private func collectValue(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind
 struct QueryParameters {
     let limit: Int
     var values: [String: String] = [:]
+    /// Every value of each name given more than once.
+    var repeated: [String: [String]] = [:]
     var count = 0
 
     init(limit: Int) { self.limit = limit }
@@ -315,7 +320,10 @@ private func collectParameter(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_Value
     let query = cls.assumingMemoryBound(to: QueryParameters.self)
     query.pointee.count += 1
     guard query.pointee.count <= query.pointee.limit else { return .NO }
-    query.pointee.values[string(key, keySize)] = value.map { string($0, valueSize) } ?? ""
+    let name = string(key, keySize), text = value.map { string($0, valueSize) } ?? ""
+    if let earlier = query.pointee.values.updateValue(text, forKey: name) {
+        query.pointee.repeated[name, default: [earlier]].append(text)
+    }
     return .YES
 }
 

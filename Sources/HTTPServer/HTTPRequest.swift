@@ -11,6 +11,9 @@ public struct HTTPRequest: Sendable {
     public let path: String
     /// Query parameters; a repeated name keeps its last value.
     public let query: [String: String]
+    /// Every value of each query parameter named more than once, in order
+    /// (a query's conditions on one field: `quantity=gte.2&quantity=lte.5`).
+    public var repeatedQuery: [String: [String]] = [:]
     /// Header fields as received, in order. A request has few: they are
     /// searched in place rather than hashed into a dictionary.
     public var headerFields: [(name: String, value: String)] { fields.map { ($0.name, $0.value) } }
@@ -37,6 +40,11 @@ public struct HTTPRequest: Sendable {
 
     public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = []) {
         self.init(method: method, path: path, query: query, headerFields: headers.map { ($0.key, $0.value) }, body: body)
+    }
+
+    /// Every value of query parameter `name`, in order.
+    public func queryValues(_ name: String) -> [String] {
+        repeatedQuery[name] ?? query[name].map { [$0] } ?? []
     }
 
     /// The value of header `name` (any case); of a repeated header, the last.

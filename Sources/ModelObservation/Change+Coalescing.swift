@@ -5,9 +5,11 @@ extension Change {
     public static func coalesce(_ changes: [Change]) -> [Change] {
         var firstOld: [String: String?] = [:]
         var lastIndex: [String: Int] = [:]
+        // A query's reader hears each of its queries apart (`query`).
+        func name(_ change: Change) -> String { change.query.map { change.path + "?" + $0 } ?? change.path }
         for (i, change) in changes.enumerated() where change.operation == .set {
-            if firstOld[change.path] == nil { firstOld[change.path] = .some(change.old) }
-            lastIndex[change.path] = i
+            if firstOld[name(change)] == nil { firstOld[name(change)] = .some(change.old) }
+            lastIndex[name(change)] = i
         }
         var result: [Change] = []
         for (i, change) in changes.enumerated() {
@@ -15,10 +17,10 @@ extension Change {
                 result.append(change)
                 continue
             }
-            guard lastIndex[change.path] == i, let old = firstOld[change.path] else { continue }
+            guard lastIndex[name(change)] == i, let old = firstOld[name(change)] else { continue }
             if old == change.new { continue }
             result.append(Change(seq: change.seq, transaction: change.transaction, path: change.path, operation: .set,
-                                 old: old, new: change.new, keys: change.keys))
+                                 old: old, new: change.new, keys: change.keys, query: change.query))
         }
         return result
     }

@@ -31,19 +31,34 @@ public struct Change: Sendable, Equatable {
     /// Where it lands for readers of shapes: parsed once from the keys
     /// that name places (`Place.key`), which are kept among `keys`.
     public let places: [Place]
+    /// What query shapes look at of the elements a `set` lands on, parsed
+    /// from the keys that hold them (`ElementRow.key`), kept among `keys`.
+    public let rows: [ElementRow]
+    /// The query (`ShapeQuery.text`) whose reader this change is said to,
+    /// as that reader sees it (`ShapeQuery.effect`); nil for a change as
+    /// it was committed.
+    public let query: String?
 
     public init(seq: Int64, transaction: Int64, path: String, operation: Operation, old: String?, new: String?,
-                keys: [PropertyKey], impliedReads: [PropertyKey] = [])
+                keys: [PropertyKey], impliedReads: [PropertyKey] = [], query: String? = nil)
     {
         self.init(seq: seq, transaction: transaction, path: path, operation: operation, old: old, new: new,
-                  keys: keys, impliedReads: impliedReads, places: keys.compactMap { $0.isPlace ? Place(key: $0) : nil })
+                  keys: keys, impliedReads: impliedReads, places: keys.compactMap { $0.isPlace ? Place(key: $0) : nil }, query: query)
+    }
+
+    /// A change said to the reader of `query`: what it hears of a committed one.
+    init(said change: Change, path: String, operation: Operation, old: String?, new: String?, query: String) {
+        self.init(seq: change.seq, transaction: change.transaction, path: path, operation: operation, old: old, new: new,
+                  keys: [], impliedReads: [], places: [], rows: [], query: query)
     }
 
     /// A change whose places are known already (among `keys` too): one
     /// just committed, not parsed again.
     init(seq: Int64, transaction: Int64, path: String, operation: Operation, old: String?, new: String?,
-         keys: [PropertyKey], impliedReads: [PropertyKey], places: [Place])
+         keys: [PropertyKey], impliedReads: [PropertyKey], places: [Place], rows: [ElementRow]? = nil, query: String? = nil)
     {
+        self.rows = rows ?? keys.compactMap { $0.isRow ? ElementRow(key: $0) : nil }
+        self.query = query
         self.seq = seq
         self.transaction = transaction
         self.path = path
@@ -66,6 +81,6 @@ public struct Change: Sendable, Equatable {
 
     public static func == (a: Change, b: Change) -> Bool {
         a.seq == b.seq && a.transaction == b.transaction && a.path == b.path && a.operation == b.operation && a.old == b.old
-            && a.new == b.new && a.keys == b.keys && a.impliedReads == b.impliedReads
+            && a.new == b.new && a.keys == b.keys && a.impliedReads == b.impliedReads && a.query == b.query
     }
 }

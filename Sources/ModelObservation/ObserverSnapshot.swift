@@ -79,8 +79,18 @@ public struct ObserverSnapshot: Sendable, Equatable {
     }
 
     /// Whether this observer receives `change`: it read one of the change's
-    /// keys before the change was committed.
+    /// keys before the change was committed, or a shape that it reaches
+    /// (a query's only when its reader hears something of it).
     public func receives(_ change: Change) -> Bool {
+        if receivesAsCommitted(change) { return true }
+        guard hasQueries else { return false }
+        for read in shapes where read.shape.query != nil && read.seq < change.seq && read.shape.said(change) != nil { return true }
+        return false
+    }
+
+    /// Whether it hears `change` as it was committed: through a key or a
+    /// shape that is no query's.
+    func receivesAsCommitted(_ change: Change) -> Bool {
         let byKey = change.keys.contains { key in
             guard let readAt = reads[key] else { return false }
             return readAt < change.seq
@@ -92,6 +102,25 @@ public struct ObserverSnapshot: Sendable, Equatable {
             }
         }
         return false
+    }
+
+    /// Whether it reads a query's shape (`said` then looks at each change).
+    var hasQueries: Bool { shapes.contains { $0.shape.query != nil } }
+
+    /// What it hears of `change`, which reaches it: the change as it was
+    /// committed where a key or a plain shape reaches it, then what each
+    /// query it read says of it (once each, told apart by `query`).
+    func said(_ change: Change, into found: inout [Change]) {
+        guard hasQueries else {
+            found.append(change)
+            return
+        }
+        if receivesAsCommitted(change) { found.append(change) }
+        let first = found.count
+        for read in shapes where read.shape.query != nil && read.seq < change.seq {
+            guard let said = read.shape.said(change), !found[first...].contains(said) else { continue }
+            found.append(said)
+        }
     }
 }
 

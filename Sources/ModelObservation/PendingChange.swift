@@ -8,6 +8,8 @@ public struct PendingChange: Sendable, Equatable {
     public let impliedReads: [PropertyKey]
     /// Where it lands for readers of shapes (their keys are among `keys`).
     public var places: [Place] = []
+    /// What query shapes look at of the element a `set` lands on (their keys are among `keys`).
+    public var rows: [ElementRow] = []
 
     /// A property of `path` went from `old` to `new` (JSON texts).
     public static func set(_ path: String, old: String, new: String) -> PendingChange {
@@ -36,11 +38,20 @@ public struct PendingChange: Sendable, Equatable {
         guard !places.isEmpty else { return self }
         var change = PendingChange(path: path, operation: operation, old: old, new: new, keys: keys + places.map(\.key), impliedReads: impliedReads)
         change.places = self.places + places
+        change.rows = rows
+        return change
+    }
+
+    /// The same change, carrying `row` for query shapes.
+    public func with(_ row: ElementRow) -> PendingChange {
+        var change = PendingChange(path: path, operation: operation, old: old, new: new, keys: keys + [row.key], impliedReads: impliedReads)
+        change.places = places
+        change.rows = rows + [row]
         return change
     }
 
     public func committed(seq: Int64, transaction: Int64) -> Change {
         Change(seq: seq, transaction: transaction, path: path, operation: operation, old: old, new: new, keys: keys,
-               impliedReads: impliedReads, places: places)
+               impliedReads: impliedReads, places: places, rows: rows)
     }
 }

@@ -22,6 +22,9 @@ public enum PlantedFault: String, Sendable, CaseIterable {
     /// A page's window ends one position before its last element: a set
     /// or a remove of that element is missed.
     case narrowPageWindow = "narrow-page-window"
+    /// A write that moves an element out of a query's filter or window
+    /// says no `remove` to the query's reader: its copy keeps it.
+    case queryMissesRemove = "query-misses-remove"
 
     /// The fault this process runs with, read once.
     public static let current: PlantedFault? = {

@@ -23,12 +23,16 @@ public struct PropertyKey: Hashable, Comparable, Sendable, CustomStringConvertib
         case property = 0
         case shape = 1
         case place = 2
+        /// What query shapes look at of an element a change lands on
+        /// (`ElementRow.key`, starting with `@`).
+        case row = 3
     }
 
     var kind: Kind { Kind(rawValue: Int(UInt(bitPattern: pathHash) >> 62)) ?? .property }
 
     private static func kind(of path: String) -> Kind {
         func kind<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> Kind {
+            if bytes.first(where: { _ in true }) == UInt8(ascii: "@") { return .row }
             for byte in bytes {
                 if byte == UInt8(ascii: "?") { return .shape }
                 if byte == UInt8(ascii: "#") { return .place }

@@ -36,14 +36,14 @@ extension RegistryCore {
                     : Array(Set(change.keys.flatMap { s.readers(of: $0, before: change.seq) }))
             } else {
                 receivers = []
-                let plain = change.keys.filter { !$0.isPlace }
+                let plain = change.keys.filter(\.isReadable)
                 if plain.count == 1 {
                     receivers = s.readers(of: plain[0], before: change.seq)
                 } else if plain.count > 1 {
                     receivers = Array(Set(plain.flatMap { s.readers(of: $0, before: change.seq) }))
                 }
                 keyReaders = receivers.count
-                for place in change.places { s.readers(of: place, before: change.seq, into: &receivers) }
+                for place in change.places { s.readers(of: place, in: change, into: &receivers) }
             }
             // Per receiver, nothing that copies the change: this loop runs
             // once for every observer a change reaches.

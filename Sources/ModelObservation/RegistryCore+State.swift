@@ -65,13 +65,13 @@ extension RegistryCore {
             return found
         }
 
-        /// Appends the observers a change at `place` at `seq` reaches
-        /// through the shapes they read before it (an observer may be
-        /// named twice: `publish` takes that).
-        func readers(of place: Place, before seq: Int64, into found: inout [ObserverKey]) {
+        /// Appends the observers `change` at `place` reaches through the
+        /// shapes they read before it (an observer may be named twice:
+        /// `publish` takes that).
+        func readers(of place: Place, in change: Change, into found: inout [ObserverKey]) {
             guard let shapes = shapeIndex[place.collection] else { return }
-            shapes.forEach(holding: place.position) { entry in
-                guard entry.seq < seq, entry.shape.covers(place) else { return }
+            let seq = change.seq
+            func add(_ entry: ShapeEntry) {
                 if entry.group >= 0 {
                     guard let group = groups[Int(entry.group)] else { return }
                     for member in group.members {
@@ -80,6 +80,16 @@ extension RegistryCore {
                 } else if let id = slots.observer(entry.slot, entry.epoch) {
                     found.append(id)
                 }
+            }
+            shapes.forEach(holding: place.position) { entry in
+                guard entry.seq < seq, entry.shape.covers(place) else { return }
+                add(entry)
+            }
+            // A query's reader only where it hears something of the change.
+            guard shapes.hasQueries, let states = ElementStates(change, at: place) else { return }
+            shapes.forEachQuery(states) { entry in
+                guard entry.seq < seq, entry.shape.said(change, at: place, states) != nil else { return }
+                add(entry)
             }
         }
 
@@ -351,7 +361,7 @@ extension RegistryCore {
                         cursor = change.seq - 1
                         break
                     }
-                    found.append(change)
+                    observer.said(change, into: &found)
                 }
             } else {
                 var position = max(0, Int(since + 1 - firstSeq))
@@ -362,7 +372,7 @@ extension RegistryCore {
                         cursor = change.seq - 1
                         break
                     }
-                    if observer.receives(change) { found.append(change) }
+                    if observer.receives(change) { observer.said(change, into: &found) }
                 }
             }
             return (found, cursor)

@@ -349,6 +349,8 @@ struct RegistryCore: Sendable {
         var replayed = false
         for change in s.log where change.seq > seq && observer.receives(change) {
             replayed = true
+            // A query's reader reads what comes into its copy through the query.
+            guard !change.impliedReads.isEmpty, observer.receivesAsCommitted(change) else { continue }
             for key in change.impliedReads where observer.reads[key] == nil {
                 observer.setRead(key, at: change.seq)
                 added.append((key, change.seq))

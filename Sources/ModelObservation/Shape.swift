@@ -23,6 +23,11 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
     /// The position of the collection's newest element when it was read
     /// (`Int64.min` when it was empty); kept only with `fields`.
     public let newest: Int64
+    /// A query read's conditions, sort and window (SPEC §3d); nil for a
+    /// plain read of the collection or a page of it. A query's window is
+    /// in its sort keys (`from` and `through` are open), and its reader
+    /// hears what `ShapeQuery.effect` says, not what `covers` does.
+    public let query: ShapeQuery?
 
     public init(collection: String, fields: [String]? = nil, from: Int64 = .min, through: Int64 = .max, newest: Int64 = .max) {
         self.collection = collection
@@ -30,6 +35,18 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
         self.from = from
         self.through = through
         self.newest = fields == nil ? .max : newest
+        query = nil
+    }
+
+    /// A query read's shape: its elements show `fields` (all for nil),
+    /// and every element that comes to match shows only those.
+    public init(collection: String, fields: [String]?, query: ShapeQuery) {
+        self.collection = collection
+        self.fields = fields?.sorted()
+        from = .min
+        through = .max
+        newest = .max
+        self.query = query
     }
 
     /// Whether it shows `field` of the element at `position`.
@@ -39,12 +56,13 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether it covers every element there is and will be.
-    public var isWhole: Bool { from == .min && through == .max }
+    public var isWhole: Bool { from == .min && through == .max && query == nil }
 
     /// The key it is kept under: `/truck/orders?shape&from=12&through=40&fields=a,b`,
     /// the bounds and fields only where they narrow it. No property's path holds `?`.
     public var key: PropertyKey {
         var text = collection + "?shape"
+        if let query { text += "&" + query.keyParts }
         if from != .min { text += "&from=\(from)" }
         if through != .max { text += "&through=\(through)" }
         if let fields {
@@ -63,12 +81,14 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
         let collection = String(path[..<mark])
         var from = Int64.min, through = Int64.max, newest = Int64.max
         var fields: [String]?
+        var queryParts: [(name: Substring, value: Substring)] = []
         let query = path[path.index(after: mark)...]
         for part in query.split(separator: "&") {
             if part == "shape" { continue }
             guard let equals = part.firstIndex(of: "=") else { return nil }
             let name = part[..<equals], value = part[part.index(after: equals)...]
             switch name {
+            case "q", "lo", "lox", "hi", "hix": queryParts.append((name, value))
             case "from": guard let number = Int64(value) else { return nil }; from = number
             case "through": guard let number = Int64(value) else { return nil }; through = number
             case "newest": guard let number = Int64(value) else { return nil }; newest = number
@@ -76,12 +96,18 @@ public struct Shape: Hashable, Sendable, CustomStringConvertible {
             default: return nil
             }
         }
+        if !queryParts.isEmpty {
+            guard let query = ShapeQuery(parts: queryParts) else { return nil }
+            self.init(collection: collection, fields: fields, query: query)
+            return
+        }
         self.init(collection: collection, fields: fields, from: from, through: through, newest: newest)
     }
 
     /// Whether a change at `place` reaches a reader of this shape.
     @inline(__always)
     public func covers(_ place: Place) -> Bool {
+        guard query == nil else { return false }
         guard from <= place.position && place.position <= through else { return false }
         guard let field = place.field, let fields, PlantedFault.current != .ignoreShapeFields else { return true }
         return place.position > newest || fields.contains(field)
@@ -96,4 +122,12 @@ extension PropertyKey {
     /// Whether it is a place's key (`Place.key`) rather than a property's.
     @inline(__always)
     public var isPlace: Bool { kind == .place }
+
+    /// Whether it is an element row's key (`ElementRow.key`): no reader reads it.
+    @inline(__always)
+    public var isRow: Bool { kind == .row }
+
+    /// Whether an observer can have read it: neither a place's nor a row's key.
+    @inline(__always)
+    public var isReadable: Bool { kind != .place && kind != .row }
 }

@@ -1,3 +1,5 @@
+import JSON
+
 /// One reader of a shape in the reverse index: the observer's slot and the
 /// slot's epoch when indexed (`Slots`), or a group of observers (`group`
 /// ≥ 0, slot and epoch unused), the `seq` it read the shape at, and the shape.
@@ -32,6 +34,30 @@ struct ShapeIndex {
     /// Bit `k` set when level `k` has a bucket.
     private var levels: UInt64 = 0
     private(set) var count = 0
+    /// Query shapes (`Shape.query`), found by a value of the field their
+    /// first `eq` or `in` condition looks at: an element's change looks in
+    /// the buckets of its values before and after, and at the queries
+    /// with no such condition (`otherQueries`).
+    private(set) var queryBuckets: [QueryBucket: [ShapeEntry]] = [:]
+    private(set) var otherQueries: [ShapeEntry] = []
+    /// The fields `queryBuckets` are keyed by, each with its number of buckets.
+    private var bucketFields: [String: Int] = [:]
+    var hasQueries: Bool { !queryBuckets.isEmpty || !otherQueries.isEmpty }
+
+    struct QueryBucket: Hashable {
+        let field: String
+        /// The value as JSON text, a whole number as an integer.
+        let value: String
+
+        init(field: String, value: JSONValue) {
+            self.field = field
+            if case .double(let number) = value, number.rounded() == number, abs(number) < 9.0e15 {
+                self.value = String(Int64(number))
+            } else {
+                self.value = JSONWriter.string(value)
+            }
+        }
+    }
     /// Entries whose observer has cleared its reads or gone.
     var dead = 0
 
@@ -45,6 +71,17 @@ struct ShapeIndex {
     mutating func insert(_ entry: ShapeEntry) {
         count += 1
         let shape = entry.shape
+        if let query = shape.query {
+            guard let condition = query.conditions.first(where: { $0.op == .eq || $0.op == .in }) else {
+                otherQueries.append(entry)
+                return
+            }
+            for value in Set(condition.values.map { QueryBucket(field: condition.field, value: $0) }) {
+                if queryBuckets[value] == nil { bucketFields[condition.field, default: 0] += 1 }
+                queryBuckets[value, default: []].append(entry)
+            }
+            return
+        }
         switch (shape.from == .min, shape.through == .max) {
         case (true, true):
             whole.append(entry)
@@ -94,8 +131,34 @@ struct ShapeIndex {
         }
     }
 
+    /// Calls `body` with every query shape an element with `states` may
+    /// concern (the caller asks each what its reader hears): those whose
+    /// bucket holds one of its values, before or after, and the others.
+    func forEachQuery(_ states: ElementStates, _ body: (ShapeEntry) -> Void) {
+        for field in bucketFields.keys {
+            let before = states.before?[field], after = states.after?[field]
+            var seen: QueryBucket?
+            for value in [before, after] {
+                guard let value else { continue }
+                let bucket = QueryBucket(field: field, value: value)
+                guard bucket != seen else { continue }
+                seen = bucket
+                for entry in queryBuckets[bucket] ?? [] { body(entry) }
+            }
+        }
+        for entry in otherQueries { body(entry) }
+    }
+
     /// Drops the entries `isDead` names; counts none dead after.
     mutating func removeAll(where isDead: (ShapeEntry) -> Bool) {
+        otherQueries.removeAll(where: isDead)
+        var buckets = 0
+        for bucket in Array(queryBuckets.keys) {
+            queryBuckets[bucket]!.removeAll(where: isDead)
+            if queryBuckets[bucket]!.isEmpty { queryBuckets[bucket] = nil } else { buckets += queryBuckets[bucket]!.count }
+        }
+        bucketFields = [:]
+        for bucket in queryBuckets.keys { bucketFields[bucket.field, default: 0] += 1 }
         whole.removeAll(where: isDead)
         upward.removeAll(where: isDead)
         downward.removeAll(where: isDead)
@@ -105,7 +168,8 @@ struct ShapeIndex {
             if bounded[bucket]!.isEmpty { bounded[bucket] = nil } else { levels |= 1 << UInt64(bucket.level) }
         }
         self.levels = levels
-        count = whole.count + upward.count + downward.count + bounded.values.reduce(0) { $0 + $1.count }
+        // An entry of an `in` condition is in a bucket per value: counted in each.
+        count = whole.count + upward.count + downward.count + bounded.values.reduce(0) { $0 + $1.count } + otherQueries.count + buckets
         dead = 0
     }
 }

@@ -10,4 +10,9 @@ public struct NextPage: Sendable, Equatable {
     /// The member it is shown under in another's representation (the
     /// truck's `orders`); nil when the collection itself was read.
     public let member: String?
+    /// A query read's conditions and sort (`ShapeQuery.text`), and the
+    /// cursor of a sorted page (`QueryCursor`), which `after` carries
+    /// instead of a position; nil for a plain page.
+    public var query: String? = nil
+    public var cursor: String? = nil
 }

@@ -55,7 +55,7 @@ extension Store {
                 }
                 text += "]"
                 changes.append(Change(seq: cursor, transaction: cursor, path: shape.collection, operation: .repair, old: nil, new: text,
-                                      keys: [PropertyKey(shape.collection)]))
+                                      keys: [PropertyKey(shape.collection)], query: shape.query?.text))
             } else if let view = views[path] {
                 changes.append(Change(seq: cursor, transaction: cursor, path: path, operation: .repair, old: nil, new: view.current(state),
                                       keys: [PropertyKey(path)]))

@@ -7,6 +7,20 @@ extension Store {
     /// Nil too when it holds more than `limit`.
     static func elements(of shape: Shape, in state: ModelState, _ catalog: Catalog, limit: Int = .max) -> (Resource, [Record])? {
         guard let (resource, elements) = collection(at: shape.collection, in: state, catalog) else { return nil }
+        if let query = shape.query {
+            // A query's: those that match in its window, in its order.
+            let fields = query.conditions.map { resource.queryableField($0.field) }
+            let sortField = query.sort.flatMap { resource.queryableField($0) }
+            var found: [(SortKey, Record)] = []
+            elements.forEach { element in
+                guard resource.matches(element, query, in: state, fields: fields) else { return true }
+                let key = SortKey(value: sortField.map { $0.value(of: element, in: state) }, position: element.position)
+                if query.windowHolds(key) { found.append((key, element)) }
+                return true
+            }
+            guard found.count <= limit else { return nil }
+            return (resource, found.sorted { query.precedes($0.0, $1.0) }.map(\.1))
+        }
         var found: [Record] = []
         var tooMany = false
         elements.forEach(from: { $0.position >= shape.from }) { element in
@@ -98,7 +112,21 @@ extension Store {
     }
 
     static func json(_ shape: Shape) -> JSONValue {
-        [
+        if let query = shape.query {
+            // A query's window is in its sort keys, given as a page's cursor would be.
+            func bound(_ bound: ShapeQuery.Bound?) -> JSONValue {
+                guard let bound else { return .null }
+                return query.sort == nil ? .int(bound.key.position) : .string(QueryCursor.text(bound.key))
+            }
+            return [
+                "collection": .string(shape.collection),
+                "fields": shape.fields.map { .array($0.map(JSONValue.string)) } ?? .null,
+                "query": .string(query.text),
+                "from": bound(query.lower),
+                "through": bound(query.upper),
+            ]
+        }
+        return [
             "collection": .string(shape.collection),
             "fields": shape.fields.map { .array($0.map(JSONValue.string)) } ?? .null,
             "from": shape.from == .min ? .null : .int(shape.from),

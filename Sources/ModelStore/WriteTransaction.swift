@@ -18,6 +18,10 @@ public struct WriteTransaction: ~Copyable {
     /// write first touches them), compared with their state after it at
     /// the end.
     private var touched: [(resource: Resource, before: Record, computed: [JSONValue])] = []
+    /// Elements of collections with queryable fields that this write
+    /// changed, by path, in the order it first touched them: their `set`
+    /// changes carry an `ElementRow` for query shapes (`addRows`).
+    private var queried: [String: (resource: Resource, id: String, order: Int)] = [:]
 
     init(state: ModelState, storage: any ModelStorage, catalog: Catalog) {
         self.state = state
@@ -103,6 +107,9 @@ public struct WriteTransaction: ~Copyable {
         }
         if !resource.computed.isEmpty && resource.kind == .collection {
             touched.append((resource, old, resource.computed.map { $0.value(state, old) }))
+        }
+        if !resource.queryable.isEmpty && resource.kind == .collection && resource.isTopLevel && queried[old.path] == nil {
+            queried[old.path] = (resource, id, queried.count)
         }
         return new
     }
@@ -193,6 +200,41 @@ public struct WriteTransaction: ~Copyable {
         }
         for (resource, was) in singletonsBefore {
             compareComputed(of: resource, was, state[singleton: resource])
+        }
+        addRows()
+    }
+
+    /// Gives each `set` that lands on an element of a collection with
+    /// queryable fields what query shapes need (`ElementRow`): its
+    /// queryable values before the change and, where the change moves one
+    /// of them, the element after it. Worked out backwards from the
+    /// element as the write leaves it, undoing its changes one by one (a
+    /// change inside a nested element, a card, changes no queryable value
+    /// of its own and is not undone in the element's text).
+    private mutating func addRows() {
+        guard !queried.isEmpty else { return }
+        for (resource, id, _) in queried.values.sorted(by: { $0.order < $1.order }) {
+            // Deleted by the same write: its remove says what readers need.
+            guard let current = state[resource][id] else { continue }
+            var values = resource.queryValues(of: current, in: state)
+            guard case .object(var image)? = try? JSONParser.parse(resource.representation(of: current, in: state, tracking: false).string)
+            else { continue }
+            let prefix = current.path + "/"
+            for index in pending.indices.reversed() {
+                let change = pending[index]
+                guard change.operation == .set,
+                      let place = change.places.first(where: { $0.collection == resource.path && $0.position == current.position }),
+                      let field = place.field
+                else { continue }
+                let direct = change.path == prefix + field
+                let queryable = field != "id" && values[field] != nil
+                let after = direct && queryable ? JSONWriter.string(.object(image)) : nil
+                if direct, let old = change.old.flatMap({ try? JSONParser.parse($0) }) {
+                    image[field] = old
+                    if queryable { values[field] = old }
+                }
+                pending[index] = change.with(ElementRow(collection: resource.path, position: current.position, values: values, image: after))
+            }
         }
     }
 

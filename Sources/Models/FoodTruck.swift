@@ -5,7 +5,8 @@ import ModelStore
 /// of donuts and its orders, and the number of orders, computed.
 public enum FoodTruck {
     public static let donuts = Resource.collection("donuts", element: "donut", at: "/truck/donuts",
-                                                   allowing: [.list, .create, .get, .patch, .delete], tag: "food truck") {
+                                                   allowing: [.list, .create, .get, .patch, .delete], tag: "food truck",
+                                                   queryable: ["dough", "glaze", "topping"]) {
         name
         dough
         glaze
@@ -19,7 +20,7 @@ public enum FoodTruck {
     /// Orders stay when their donut leaves the menu, as a record of sales.
     public static let orders = Resource.collection("orders", element: "order", at: "/truck/orders",
                                                    allowing: [.list, .create, .get, .delete], checkCreate: onTheMenu,
-                                                   tag: "food truck") {
+                                                   tag: "food truck", queryable: ["donutId", "quantity"]) {
         donutId
         Field.integer("quantity", access: .createOnly, range: 1...1000)
     }

@@ -15,7 +15,8 @@ public enum Jobs {
     static let totalRange: ClosedRange<Int64> = 1...1_000_000_000
 
     public static let jobs = Resource.collection("jobs", element: "job", at: "/jobs", allowing: [.list, .get, .delete],
-                                                 checks: [.atMost(current.field, total.field), .nullTogether(step.field, intervalMs.field)]) {
+                                                 checks: [.atMost(current.field, total.field), .nullTogether(step.field, intervalMs.field)],
+                                                 queryable: ["isComplete"]) {
         current
         total
         step

@@ -6,7 +6,8 @@ import ModelStore
 /// Staggered posts (seed: StaggeredGrid): images with a height, in creation
 /// order, dealt into columns.
 public enum Posts {
-    public static let posts = Resource.collection("posts", element: "post", at: "/posts", allowing: [.list, .create, .get, .delete]) {
+    public static let posts = Resource.collection("posts", element: "post", at: "/posts", allowing: [.list, .create, .get, .delete],
+                                                 queryable: ["height"]) {
         Field.text("imageURL", access: .createOnly, limits: TextLimits(maxLength: 2048, allowsBlank: true), rules: [imageURL],
                    schema: "ImageURL")
         height

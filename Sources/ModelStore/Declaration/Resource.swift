@@ -106,7 +106,7 @@ public final class Resource: Sendable {
 
     init(kind: Kind, name: String, elementName: String, path: String, table: String, operations: Set<Operation>,
          positioned: Bool, orderBy: [Field], unique: [[Field]], checks: [Check],
-         checkCreate: (@Sendable (ModelState, Record) throws -> Void)?, tag: String?, members: [Member])
+         checkCreate: (@Sendable (ModelState, Record) throws -> Void)?, tag: String?, queryable: [String] = [], members: [Member])
     {
         self.tag = tag ?? name
         self.kind = kind
@@ -161,21 +161,72 @@ public final class Resource: Sendable {
         selectableFields = (kind == .collection ? ["id"] : []) + fieldNames
         creatableFields = fields.filter { $0.access == .writable || $0.access == .createOnly }
         patchableFields = fields.filter { $0.access == .writable }
+        let fieldIndex = self.fieldIndex
+        self.queryable = queryable.map { name in
+            if let index = fieldIndex[name], fields[index].isVisible {
+                let field = fields[index]
+                return QueryableField(name: name, kind: field.kind, nullable: field.nullable, source: .stored(index))
+            }
+            guard let index = computed.firstIndex(where: { $0.name == name }) else {
+                preconditionFailure("\(name) is no field of \(path) to query by")
+            }
+            let kind: Field.Kind
+            switch computed[index].type {
+            case .integer: kind = .integer
+            case .boolean: kind = .boolean
+            case .number: kind = .number
+            case .text: kind = .text
+            case .schema: preconditionFailure("\(name) of \(path) is an object: no query can compare it")
+            }
+            return QueryableField(name: name, kind: kind, nullable: false, source: .computed(computed[index].value))
+        }
+    }
+
+    /// The fields a query read may filter and sort by (SPEC §3d), in
+    /// declaration order: stored or computed, each of one scalar kind.
+    public let queryable: [QueryableField]
+
+    /// A field a query may look at, and where a record's value of it is.
+    public struct QueryableField: Sendable {
+        public let name: String
+        public let kind: Field.Kind
+        public let nullable: Bool
+        enum Source: Sendable {
+            case stored(Int)
+            case computed(@Sendable (ModelState, Record) -> JSONValue)
+        }
+        let source: Source
+
+        func value(of record: Record, in state: ModelState) -> JSONValue {
+            switch source {
+            case .stored(let index): record.values[index]
+            case .computed(let value): value(state, record)
+            }
+        }
+    }
+
+    /// What a query looks at of `record`: its `id`, then each queryable field's value.
+    public func queryValues(of record: Record, in state: ModelState) -> JSONObject {
+        var values = JSONObject()
+        values.append("id", .string(record.id))
+        for field in queryable { values.append(field.name, field.value(of: record, in: state)) }
+        return values
     }
 
     /// A collection of elements with server-made ids. Its rows are loaded
     /// in creation order (`positioned`), else in the order of the fields
     /// `orderBy`; no two share their values of the fields of a key in
-    /// `unique`, and each row keeps to `checks`.
+    /// `unique`, and each row keeps to `checks`. A query read may filter
+    /// and sort it by the fields named in `queryable` (stored or computed).
     public static func collection(_ name: String, element: String, at path: String, table: String? = nil,
                                   allowing operations: Set<Operation> = [], positioned: Bool = true, orderBy: [Field] = [],
                                   unique: [[Field]] = [], checks: [Check] = [],
                                   checkCreate: (@Sendable (ModelState, Record) throws -> Void)? = nil, tag: String? = nil,
-                                  @MemberBuilder _ members: () -> [Member]) -> Resource
+                                  queryable: [String] = [], @MemberBuilder _ members: () -> [Member]) -> Resource
     {
         Resource(kind: .collection, name: name, elementName: element, path: path, table: table ?? name, operations: operations,
                  positioned: positioned, orderBy: orderBy, unique: unique, checks: checks, checkCreate: checkCreate, tag: tag,
-                 members: members())
+                 queryable: queryable, members: members())
     }
 
     /// One object that always exists, stored in the row `id = 1` of its table.
