@@ -231,13 +231,19 @@ class Spec:
             ps.append(("after", self.after[0]))
         if self.fields is not None:
             ps.append(("fields", ",".join(self.fields)))
-        out = []
+        items = []
         for j, (k, v) in enumerate(ps):
             # a condition's value percent-encoded wholly, or but for its punctuation
             safe = "" if (j < n and encode and rng.random() < 0.3) else "(),.-:"
-            out.append(k + "=" + urllib.parse.quote(v, safe=safe))
-        rng.shuffle(out)
-        return out
+            items.append((j, k, k + "=" + urllib.parse.quote(v, safe=safe)))
+        rng.shuffle(items)
+        # one field's conditions keep their order: the canonical query says them as given
+        for f in {k for j, k, _ in items if j < n}:
+            at = [x for x, (j, k, _) in enumerate(items) if j < n and k == f]
+            mine = sorted((items[x] for x in at), key=lambda it: it[0])
+            for x, it in zip(at, mine):
+                items[x] = it
+        return [t for _, _, t in items]
 
     def url(self, rng):
         return self.coll + "?" + "&".join(self.params(rng))
@@ -621,8 +627,8 @@ def check_link(spec, read, link):
     if link is None:
         return f"no Link rel=\"next\", but more elements follow the {len(read.shown)} shown in the model"
     path, params, target = link
-    cnt = collections.Counter((k, v) for k, v in params if k not in ("after", "limit", "fields", "sort", "order"))
-    want = collections.Counter((c.field, c.text) for c in spec.conds)
+    cnt = collections.Counter(norm_query(f"{k}={v}") for k, v in params if k not in ("after", "limit", "fields", "sort", "order"))
+    want = collections.Counter(norm_query(f"{c.field}={c.text}") for c in spec.conds)
     d = dict(params)
     problems = []
     if path != spec.coll:
