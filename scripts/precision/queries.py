@@ -249,7 +249,7 @@ class Spec:
         return self.coll + "?" + "&".join(self.params(rng))
 
     def describe(self):
-        return (f"{self.coll}?{self.qs}{'&order=desc' if self.desc and self.sort is None else ''}"
+        return (f"{self.coll}?{self.qs}"
                 f"{'&limit=' + str(self.limit) if self.limit else ''}{'&after=' + self.after[0] if self.after else ''}"
                 f"{'&fields=' + ','.join(self.fields) if self.fields is not None else ''}")
 

@@ -98,8 +98,33 @@ class FeedChecks:
             self.report.fail("wrong-cursor", f"observer {obs.id}: {desc} answered {len(raw) + len(qw)} change(s) (< limit {limit}) "
                                              f"but cursor {cursor} before the newest seq {newest_before}")
         if obs.qshapes:
+            self.check_noop(obs, desc, changes)
             self.apply_copies(obs, desc, since, cursor, changes, routes, co)
         return cursor
+
+    def check_noop(self, obs, desc, changes):
+        """The contract: nothing that leaves the copy unchanged. An insert
+        of an element and its remove said to one query in one transaction
+        leave it as it was (and the insert shows the element as no read
+        could: half-way through a write). Counted once per observer,
+        transaction, query and element, however often replayed."""
+        ins = {}
+        seen = self.__dict__.setdefault("noops", set())
+        for c in changes:
+            if not isinstance(c, dict) or "query" not in c or c.get("op") not in ("insert", "remove"):
+                continue
+            le = self.log.by_seq.get(c.get("seq"))
+            v = c.get("new") if c["op"] == "insert" else c.get("old")
+            if le is None or not isinstance(v, dict):
+                continue
+            k = (obs.id, le.txn, norm_query(c["query"]), v.get("id"))
+            if c["op"] == "insert":
+                ins[k] = c
+            elif k in ins and k not in seen:
+                seen.add(k)
+                self.report.fail("query-noop", f"observer {obs.id}: {desc} answered, in one transaction, {short(ins[k], 300)} and then "
+                                               f"{short(c, 300)}: together they leave the copy unchanged; the transaction: "
+                                               f"{[short(x.json(), 160) for x in self.log.txn_entries[le.txn]][:4]}")
 
     def match_query(self, obs, desc, since, c, q_by, q_loose, matched, seen, routes):
         """One delivered change with a `query` member, against the query
