@@ -36,6 +36,7 @@ class FeedChecks:
         raw = delivered(obs, self.log, since, cursor)
         expected = coalesce(raw) if co else [e.json() for e in raw]
         qw = query_expected(obs, self.log, since, cursor)
+        counted = len(raw) + len(qw)   # `limit` counts changes before they are folded
         if co:
             qw = coalesce_query(qw)
         self.stats["delivered"] += len(expected) + len(qw)
@@ -94,8 +95,8 @@ class FeedChecks:
             if last is not None and self.log.txn_end.get(last.txn, 0) > cursor:
                 self.report.fail("split-transaction", f"observer {obs.id}: {desc} ended at cursor {cursor} inside the transaction "
                                                       f"that runs to seq {self.log.txn_end[last.txn]}")
-        if len(raw) + len(qw) < limit and cursor < newest_before:
-            self.report.fail("wrong-cursor", f"observer {obs.id}: {desc} answered {len(raw) + len(qw)} change(s) (< limit {limit}) "
+        if counted < limit and cursor < newest_before:
+            self.report.fail("wrong-cursor", f"observer {obs.id}: {desc} answered {counted} change(s) (< limit {limit}) "
                                              f"but cursor {cursor} before the newest seq {newest_before}")
         if obs.qshapes:
             self.check_noop(obs, desc, changes)
