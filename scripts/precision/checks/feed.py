@@ -123,6 +123,12 @@ class FeedChecks:
                 ins[k] = c
             elif k in ins and k not in seen:
                 seen.add(k)
+                if ins[k].get("seq") == c.get("seq"):
+                    # two windows of one query (pages): the element leaves one and enters the other
+                    self.report.fail("query-order", f"observer {obs.id}: {desc} answered {short(ins[k], 300)} before {short(c, 300)}, "
+                                                    f"at one seq for one query: a copy of the query (its pages together) that applies "
+                                                    f"them in order loses the element; the remove must come first")
+                    continue
                 self.report.fail("query-noop", f"observer {obs.id}: {desc} answered, in one transaction, {short(ins[k], 300)} and then "
                                                f"{short(c, 300)}: together they leave the copy unchanged; the transaction: "
                                                f"{[short(x.json(), 160) for x in self.log.txn_entries[le.txn]][:4]}")
