@@ -313,8 +313,8 @@ class QC:
         d["query"] = query
         self.d = d
         nq = norm_query(query)
-        self.key = ("q", txn, nq, op, path, jdump(old), jdump(new))
-        self.loose = ("q", txn, nq, op, path)
+        self.key = ("q", self.seq, nq, op, path, jdump(old), jdump(new))
+        self.loose = ("q", self.seq, nq, op, path)
         self.shapes = {shape_key}
         self.optional = False
 
@@ -686,7 +686,7 @@ def got_key(log, c, co=False):
         le = log.by_seq.get(c.get("seq"))
         if le is None:
             return None
-        return ("q", le.txn, norm_query(c.get("query")), c.get("op"), c.get("path"), jdump(c.get("old")), jdump(c.get("new")))
+        return ("q", c.get("seq"), norm_query(c.get("query")), c.get("op"), c.get("path"), jdump(c.get("old")), jdump(c.get("new")))
     return ("p", c.get("seq"), c.get("path")) if co else ("p", c.get("seq"))
 
 
