@@ -118,6 +118,14 @@ What each answer is checked for
   end and after restarts some observers are caught up and their copies
   compared with a fresh read from the server, restricted to the window.
   `GET /observers/{id}` lists each query shape (collection, fields, query).
+  Three counts hold the server to the contract where a copy alone would
+  not notice: *query-text* (the `query` member is not the canonical text,
+  values as given; once per pair of texts), *query-noop* (an insert and a
+  remove of one element said to one query in one transaction: the copy is
+  left as it was, and the insert showed the element half-way through a
+  write), *query-order* (an element leaving one page of a query for
+  another page of the same query: the insert said before the remove at one
+  seq, so a client keeping one copy per query loses it).
   `--no-queries` leaves them out (a server without §3d).
 * Writes of every kind, valid, no-op and refused (400/404/412/422): status,
   answer body, and exactly the predicted changes in the log (a refused or
