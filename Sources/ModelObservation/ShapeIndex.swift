@@ -3,12 +3,27 @@ import JSON
 /// One reader of a shape in the reverse index: the observer's slot and the
 /// slot's epoch when indexed (`Slots`), or a group of observers (`group`
 /// ≥ 0, slot and epoch unused), the `seq` it read the shape at, and the shape.
-struct ShapeEntry {
+struct ShapeEntry: Sendable {
     var slot: Int32
     var epoch: UInt32
     var group: Int32
     var seq: Int64
     var shape: Shape
+    /// The range it is indexed by: the shape's window of positions, or for
+    /// a query indexed by a field's values, those values' range
+    /// (`ShapeQuery.range`).
+    var from: Int64
+    var through: Int64
+
+    init(slot: Int32, epoch: UInt32, group: Int32, seq: Int64, shape: Shape) {
+        self.slot = slot
+        self.epoch = epoch
+        self.group = group
+        self.seq = seq
+        self.shape = shape
+        from = shape.from
+        through = shape.through
+    }
 }
 
 /// The shapes read of one collection, found by the position a change
@@ -21,8 +36,8 @@ struct ShapeEntry {
 ///   at `from` is in bucket `from >> k` of level `k`, so a position `p`
 ///   is in it only if it is in bucket `p >> k` or the one before: two
 ///   buckets for each level in use.
-struct ShapeIndex {
-    struct Bucket: Hashable {
+struct ShapeIndex: Sendable {
+    struct Bucket: Hashable, Sendable {
         let level: Int
         let number: Int64
     }
@@ -40,11 +55,15 @@ struct ShapeIndex {
     /// with no such condition (`otherQueries`).
     private(set) var queryBuckets: [QueryBucket: [ShapeEntry]] = [:]
     private(set) var otherQueries: [ShapeEntry] = []
+    /// Queries with no `eq` or `in` but a range of one numeric field's
+    /// values (`ShapeQuery.range`), by that field: indexed as windows are,
+    /// on the values (`SortKey.ordinal`) instead of positions.
+    private(set) var queryRanges: [String: ShapeIndex] = [:]
     /// The fields `queryBuckets` are keyed by, each with its number of buckets.
     private var bucketFields: [String: Int] = [:]
-    var hasQueries: Bool { !queryBuckets.isEmpty || !otherQueries.isEmpty }
+    var hasQueries: Bool { !queryBuckets.isEmpty || !otherQueries.isEmpty || !queryRanges.isEmpty }
 
-    struct QueryBucket: Hashable {
+    struct QueryBucket: Hashable, Sendable {
         let field: String
         /// The value as JSON text, a whole number as an integer.
         let value: String
@@ -63,16 +82,23 @@ struct ShapeIndex {
 
     var isEmpty: Bool { count == 0 }
 
-    private static func level(of shape: Shape) -> Int {
-        let span = UInt64(bitPattern: shape.through &- shape.from)
+    private static func level(of entry: ShapeEntry) -> Int {
+        let span = UInt64(bitPattern: entry.through &- entry.from)
         return 64 - span.leadingZeroBitCount
     }
 
-    mutating func insert(_ entry: ShapeEntry) {
+    mutating func insert(_ entry: ShapeEntry, positioned: Bool = true) {
         count += 1
         let shape = entry.shape
-        if let query = shape.query {
+        if positioned, let query = shape.query {
             guard let condition = query.conditions.first(where: { $0.op == .eq || $0.op == .in }) else {
+                if let (field, from, through) = query.range {
+                    var entry = entry
+                    entry.from = from
+                    entry.through = through
+                    queryRanges[field, default: ShapeIndex()].insert(entry, positioned: false)
+                    return
+                }
                 otherQueries.append(entry)
                 return
             }
@@ -82,17 +108,17 @@ struct ShapeIndex {
             }
             return
         }
-        switch (shape.from == .min, shape.through == .max) {
+        switch (entry.from == .min, entry.through == .max) {
         case (true, true):
             whole.append(entry)
         case (false, true):
-            upward.insert(entry, at: Self.partition(upward) { $0.shape.from <= shape.from })
+            upward.insert(entry, at: Self.partition(upward) { $0.from <= entry.from })
         case (true, false):
-            downward.insert(entry, at: Self.partition(downward) { $0.shape.through <= shape.through })
+            downward.insert(entry, at: Self.partition(downward) { $0.through <= entry.through })
         case (false, false):
-            let level = Self.level(of: shape)
+            let level = Self.level(of: entry)
             // A window past 2^62 wide fits no bucket pair: kept with the whole ones' cost.
-            let bucket = Bucket(level: level, number: level >= 63 ? 0 : shape.from >> Int64(level))
+            let bucket = Bucket(level: level, number: level >= 63 ? 0 : entry.from >> Int64(level))
             bounded[bucket, default: []].append(entry)
             levels |= 1 << UInt64(level)
         }
@@ -112,9 +138,9 @@ struct ShapeIndex {
     /// perhaps a few more of a bounded level: the caller checks `covers`).
     func forEach(holding position: Int64, _ body: (ShapeEntry) -> Void) {
         for entry in whole { body(entry) }
-        let below = Self.partition(upward) { $0.shape.from <= position }
+        let below = Self.partition(upward) { $0.from <= position }
         for entry in upward[..<below] { body(entry) }
-        let from = Self.partition(downward) { $0.shape.through < position }
+        let from = Self.partition(downward) { $0.through < position }
         for entry in downward[from...] { body(entry) }
         var remaining = levels
         while remaining != 0 {
@@ -146,6 +172,11 @@ struct ShapeIndex {
                 for entry in queryBuckets[bucket] ?? [] { body(entry) }
             }
         }
+        for (field, ranges) in queryRanges {
+            let before = states.before?[field].flatMap(SortKey.ordinal), after = states.after?[field].flatMap(SortKey.ordinal)
+            if let before { ranges.forEach(holding: before, body) }
+            if let after, after != before { ranges.forEach(holding: after, body) }
+        }
         for entry in otherQueries { body(entry) }
     }
 
@@ -153,6 +184,10 @@ struct ShapeIndex {
     mutating func removeAll(where isDead: (ShapeEntry) -> Bool) {
         otherQueries.removeAll(where: isDead)
         var buckets = 0
+        for field in Array(queryRanges.keys) {
+            queryRanges[field]!.removeAll(where: isDead)
+            if queryRanges[field]!.isEmpty { queryRanges[field] = nil } else { buckets += queryRanges[field]!.count }
+        }
         for bucket in Array(queryBuckets.keys) {
             queryBuckets[bucket]!.removeAll(where: isDead)
             if queryBuckets[bucket]!.isEmpty { queryBuckets[bucket] = nil } else { buckets += queryBuckets[bucket]!.count }

@@ -135,6 +135,39 @@ public struct ShapeQuery: Hashable, Sendable {
         conditions.allSatisfy { $0.holds(for: values[$0.field] ?? .null) }
     }
 
+    /// A numeric field and the range of its values (`SortKey.ordinal`)
+    /// outside which no element is in the copy: where a write finds it
+    /// among the shapes of its collection. From its comparisons on one
+    /// field, or its window's bounds on its sort field; nil when neither
+    /// bounds anything, or a bound is no number.
+    var range: (field: String, from: Int64, through: Int64)? {
+        var best: (field: String, from: Int64, through: Int64)?
+        func narrow(_ field: String, from: Int64, through: Int64) {
+            if let current = best, current.field == field {
+                best = (field, max(current.from, from), min(current.through, through))
+            } else if best == nil {
+                best = (field, from, through)
+            }
+        }
+        for condition in conditions {
+            guard let value = condition.values.first.flatMap(SortKey.ordinal) else { continue }
+            switch condition.op {
+            case .lt, .lte: narrow(condition.field, from: .min, through: value)
+            case .gt, .gte: narrow(condition.field, from: value, through: .max)
+            default: continue
+            }
+        }
+        if best == nil, let sort {
+            // The window's ends, in values; an open end bounds nothing.
+            let first = lower.flatMap { $0.key.value.flatMap(SortKey.ordinal) }
+            let last = upper.flatMap { $0.key.value.flatMap(SortKey.ordinal) }
+            guard lower == nil || first != nil, upper == nil || last != nil, first != nil || last != nil else { return nil }
+            let low = descending ? last : first, high = descending ? first : last
+            narrow(sort, from: low ?? .min, through: high ?? .max)
+        }
+        return best
+    }
+
     /// Whether `key` lies in the window.
     public func windowHolds(_ key: SortKey) -> Bool {
         if let lower {
@@ -385,6 +418,29 @@ public struct SortKey: Equatable, Sendable, Comparable {
         case .object: 4
         case .null: 5
         }
+    }
+
+    /// A number as an `Int64` in the same order (a `Double`'s bits made
+    /// to sort as integers do), null as the greatest (nulls sort last),
+    /// for indexing ranges; nil for any other value.
+    public static func ordinal(_ value: JSONValue) -> Int64? {
+        switch value {
+        case .null:
+            return .max
+        case .int(let number):
+            return ordinal(Double(number))
+        case .double(let number):
+            return ordinal(number)
+        default:
+            return nil
+        }
+    }
+
+    private static func ordinal(_ number: Double) -> Int64? {
+        guard !number.isNaN else { return nil }
+        let bits = (number == 0 ? 0.0 : number).bitPattern
+        let ordered = bits >> 63 == 1 ? ~bits : bits | (1 << 63)
+        return Int64(bitPattern: ordered ^ (1 << 63))
     }
 
     /// `12` or `12:<value as JSON>`: kept in a shape's key and a page's cursor.

@@ -157,7 +157,8 @@ extension Resource {
     /// A `GET` that reads: its `fields` (this model's parameter, or only
     /// `only`), the observer and `If-None-Match`, and the read's answers.
     private func getOperation(_ yaml: inout YAMLLines, id: String, summary: String, description: String, only: String? = nil,
-                              pages: [String] = [], link: String? = nil, answer: String, schema: (inout YAMLLines, Int) -> Void)
+                              pages: [String] = [], link: String? = nil, answer: String,
+                              parameters: (inout YAMLLines) -> Void = { _ in }, schema: (inout YAMLLines, Int) -> Void)
     {
         yaml.line(2, "get:")
         header(&yaml, id: id, summary: summary, description: description)
@@ -171,6 +172,7 @@ extension Resource {
         for name in pages + ["ObserverHeader", "ObserverQuery", "IfNoneMatch"] {
             yaml.line(4, "- $ref: \"#/components/parameters/\(name)\"")
         }
+        parameters(&yaml)
         yaml.line(3, "responses:")
         yaml.line(4, "\"200\":")
         yaml.line(5, "description: \(YAMLLines.quoted(answer))")
@@ -202,7 +204,9 @@ extension Resource {
                          + " (all of it without `limit`, `after` or `order`). Hears the insert of \(article == "n" ? "an" : "a") \(elementName) that lands in the"
                          + " window, the remove of one in it, and a set of a selected field of one in it (of any field of one made after the read).",
                      pages: ["PageLimit", "PageAfter", "PageOrder"], link: "Link",
-                     answer: "The \(name), in creation order (newest first with `order=desc`), or one page of them.") { yaml, level in
+                     answer: "The \(name), in creation order (newest first with `order=desc`), or one page of them"
+                         + (queryable.isEmpty ? "." : "; with conditions, those that match; with `sort`, in its order."),
+                     parameters: queryParameters) { yaml, level in
             yaml.line(level, "type: object")
             yaml.line(level, "additionalProperties: false")
             yaml.line(level, "required: [\(name)]")
@@ -212,6 +216,40 @@ extension Resource {
             yaml.line(level + 2, "items:")
             yaml.line(level + 3, "$ref: \"#/components/schemas/\(selectionName)\"")
         }
+    }
+
+    /// A query read's parameters (SPEC §3d): a condition on each queryable
+    /// field, and `sort`.
+    private func queryParameters(_ yaml: inout YAMLLines) {
+        guard !queryable.isEmpty else { return }
+        for field in queryable {
+            let kind: String
+            switch field.kind {
+            case .text: kind = "text"
+            case .integer: kind = "a whole number"
+            case .number: kind = "a number"
+            case .boolean: kind = "`true` or `false`"
+            }
+            yaml.line(4, "- name: \(field.name)")
+            yaml.line(5, "in: query")
+            yaml.line(5, "description: " + YAMLLines.quoted("A condition on `\(field.name)` (\(kind)): `op.value` with `eq`, `neq`, `lt`, `lte`,"
+                + " `gt`, `gte`, `in.(a,b,…)` (quote an item holding a comma: `\"a,b\"`), `is.null` or `not.is.null`. Repeat it for"
+                + " several conditions on it (a range); every condition holds. Null meets only `is.null`. The read is then one query shape:"
+                + " its reader hears the `insert` of \(article == "n" ? "an" : "a") \(elementName) that comes to match and falls in its window,"
+                + " the `remove` of one that stops matching or leaves it, and a `set` of a shown field of one that stays, each with"
+                + " `query` naming the read. A field that is not queryable is `400`."))
+            yaml.line(5, "schema:")
+            yaml.line(6, "type: string")
+            yaml.line(6, "pattern: '^(eq|neq|lt|lte|gt|gte)\\..*$|^in\\.\\(.*\\)$|^(not\\.)?is\\.null$'")
+        }
+        yaml.line(4, "- name: sort")
+        yaml.line(5, "in: query")
+        yaml.line(5, "description: " + YAMLLines.quoted("Orders by a queryable field, ascending, or descending with `-`; ties by creation"
+            + " (the newest first when descending); null after every value ascending. With `sort`, `order` is `400` and `after` is the"
+            + " opaque cursor of a `Link: rel=\"next\"`."))
+        yaml.line(5, "schema:")
+        yaml.line(6, "type: string")
+        yaml.line(6, "enum: [" + queryable.flatMap { [$0.name, "-" + $0.name] }.joined(separator: ", ") + "]")
     }
 
     private func createOperation(_ yaml: inout YAMLLines) {
