@@ -205,8 +205,9 @@ Modes
 when PostgreSQL is at hand) for each value of OBSERVABLE_PLANTED_FAULT the
 server honours (drop-implied-reads, forget-cursor, wake-every-poll,
 ignore-shape-fields, narrow-page-window, query-misses-remove: a write that
-moves an element out of a query's filter delivers no remove), prints which
-checks caught each,
+moves an element out of a query's filter delivers no remove; the faults of
+plain reads without query reads, the mix they were tuned with), prints which
+checks caught each (query-text, query-noop and query-order do not count),
 and exits 1 if one goes unnoticed.
 
 Output: each failure with the observer, the reads that matter, the request

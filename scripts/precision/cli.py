@@ -107,6 +107,10 @@ def planted_faults(args):
         a.longpolls = 80 if fault == "wake-every-poll" else 30
         a.streams = 10
         a.max_print = 3
+        # The faults of plain reads are sought with the operations they were
+        # tuned for (query reads would take a share of them); the query's
+        # fault with query reads.
+        a.queries = args.queries and fault.startswith("query-")
         mode = "sequential"
         if fault == "forget-cursor" and admin_url(args.postgres_url):
             mode = "cluster"
