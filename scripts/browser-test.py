@@ -21,6 +21,10 @@ real observable-server, and checks that observation reaches both:
      image at the post's height (images built in with the page), or, where
      the image cannot load (another server's, or missing), the box with the
      height and the file name;
+  8a. the filtered views (query reads) stay equal to a fresh read while
+     others write: a big order for the donut chosen enters its biggest
+     orders, a job completing moves from running to finished, a taller post
+     enters the ten tallest and the eleventh leaves, a removal refills;
   9. after SIGTERM both pages say they are disconnected, and after a restart
      on the same port and database they recover and follow a new order;
  10. changes made while the pages were away, and then pruned from the
@@ -55,13 +59,16 @@ from harness import Server, free_port, serve_command
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN = "browser-test-write-token"
 TAP_LIMIT = 1.0  # seconds from the click to the other page's animation
 GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
 CHOCOLATE = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0002"
-DONUTS = [GLAZED, CHOCOLATE, "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0003", "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0004"]
+MAPLE = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0004"
+DONUTS = [GLAZED, CHOCOLATE, "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0003", MAPLE]
+QUERY_ORDERS, TALLEST = 5, 10  # the filtered views' limits (QUERY_ORDERS_SHOWN, TALLEST_SHOWN in web/app.js)
 PAGE_SIZE = 5  # orders on a page of the truck's list (ORDERS_SHOWN in web/app.js)
 POST_SCALE, POST_MAX_PX = 0.3, 240  # a post's tile: pixels per unit of height, and the tallest (web/app.js)
 
@@ -74,7 +81,7 @@ return performance.getEntriesByType("resource")
 # The parts of the page, each shot on its own: (section id, image name).
 PARTS = [("grid-card", "page-grid.png"), ("truck-card", "page-truck.png"), ("truck-card", "page-truck-older.png"),
          ("account-card", "page-account.png"), ("jobs-card", "page-jobs.png"), ("game-card", "page-game.png"),
-         ("posts-card", "page-posts.png")]
+         ("posts-card", "page-posts.png"), ("queries-card", "page-queries.png")]
 
 
 class Failure(Exception):
@@ -198,6 +205,16 @@ return {
   messageStatus: document.getElementById("message").dataset.status ?? null,
   randomDisabled: document.getElementById("random").disabled,
   orderDisabled: document.getElementById("add-order").disabled,
+  queryDonut: document.getElementById("query-donut").value,
+  queryOrders: all("#query-orders li").map((li) => li.dataset.orderId),
+  queryOrdersText: all("#query-orders li").map((li) => li.textContent),
+  queryOrdersState: document.getElementById("query-orders-state").textContent,
+  running: all("#query-running li").map((li) => li.dataset.jobId),
+  runningText: all("#query-running li").map((li) => li.textContent),
+  finished: all("#query-finished li").map((li) => li.dataset.jobId),
+  tallest: all("#query-tallest li").map((li) => li.dataset.postId),
+  queries: Object.fromEntries(["query-orders", "query-running", "query-finished", "query-tallest"].map((id) =>
+    [id, document.getElementById(id).dataset.query ?? null])),
 };
 """
 
@@ -675,6 +692,131 @@ def tiles_drawn(state, expected):
     return True
 
 
+class Views:
+    """What the filtered views should show, as fresh reads of the server
+    give it: the biggest orders of a donut, the jobs running and finished
+    (newest first, as the page lists them), the ten tallest posts."""
+
+    def __init__(self, run):
+        self.run = run
+
+    def ids(self, path, key):
+        return [element["id"] for element in self.run.get(path)[key]]
+
+    def orders(self, donut):
+        return self.ids(f"/truck/orders?donutId=eq.{donut}&sort=-quantity&limit={QUERY_ORDERS}", "orders")
+
+    def running(self):
+        return self.ids("/jobs?isComplete=eq.false", "jobs")[::-1]
+
+    def finished(self):
+        return self.ids("/jobs?isComplete=eq.true", "jobs")[::-1]
+
+    def tallest(self):
+        return self.ids(f"/posts?sort=-height&limit={TALLEST}", "posts")
+
+    def exact(self, state):
+        """Whether every view of a page equals a fresh read."""
+        return state["queryOrders"] == self.orders(state["queryDonut"]) and state["running"] == self.running() \
+            and state["finished"] == self.finished() and state["tallest"] == self.tallest()
+
+
+def check_queries(run):
+    """The filtered views: each is a query read with the page's observer,
+    kept equal to a fresh read of the same query by the changes that carry
+    its query, while other clients write."""
+    first, second = run.first, run.second
+    views = Views(run)
+    t1, t2 = run.both("shows every filtered view as a fresh read does", views.exact, timeout=3)
+    for page in run.pages:
+        state = run.state(page)
+        expected = {"query-orders": f"donutId=eq.{GLAZED}&sort=-quantity", "query-running": "isComplete=eq.false",
+                    "query-finished": "isComplete=eq.true", "query-tallest": "sort=-height"}
+        if state["queryDonut"] != GLAZED or state["queries"] != expected:
+            raise Failure(f"the views should read the queries {expected} with Glazed chosen: {state['queries']}, "
+                          f"{state['queryDonut']}")
+    run.check.record("both pages' filtered views equal fresh reads of their queries", page1=t1, page2=t2)
+
+    # Orders: page 1 chooses Maple Bar, page 2 keeps Glazed. A big order
+    # of each enters that page's view on top; a small one enters only
+    # where the donut has fewer than five orders; a removal refills.
+    pressed = time.monotonic()
+    Select(first.find_element(By.ID, "query-donut")).select_by_value(MAPLE)
+    _, chosen = wait_until("page 1 shows the biggest orders of Maple Bar", lambda: matching(
+        lambda s: s["queries"]["query-orders"] == f"donutId=eq.{MAPLE}&sort=-quantity"
+        and s["queryOrders"] == views.orders(MAPLE) and "Maple Bar" in s["queryOrdersState"], run.state(first)),
+        3, since=pressed)
+    glazed = views.orders(GLAZED)
+    sent = time.monotonic()
+    big = run.post("/truck/orders", {"donutId": MAPLE, "quantity": 1000})["id"]
+    _, b1 = wait_until("page 1 shows the big order of Maple Bar on top", lambda: matching(
+        lambda s: s["queryOrders"][:1] == [big] and s["queryOrders"] == views.orders(MAPLE)
+        and s["queryOrdersText"][0] == "1000 × Maple Bar", run.state(first)), 2, since=sent)
+    if run.state(second)["queryOrders"] != glazed:
+        raise Failure("page 2's orders of Glazed changed on an order of Maple Bar")
+    sent = time.monotonic()
+    other = run.post("/truck/orders", {"donutId": GLAZED, "quantity": 999})["id"]
+    _, b2 = wait_until("page 2 shows the big order of Glazed on top", lambda: matching(
+        lambda s: s["queryOrders"][:1] == [other] and s["queryOrders"] == views.orders(GLAZED), run.state(second)),
+        2, since=sent)
+    small = run.post("/truck/orders", {"donutId": MAPLE, "quantity": 1})["id"]
+    wait_until("page 1's view is exact after a small order", lambda: run.state(first)["queryOrders"] == views.orders(MAPLE), 2)
+    sent = time.monotonic()
+    for order in (big, small):
+        status, _ = request("DELETE", f"{run.server.base}/truck/orders/{order}", token=run.token)
+        if status != 204:
+            raise Failure(f"DELETE /truck/orders/{order} answered {status}")
+    _, r1 = wait_until("page 1 drops the removed orders and shows the biggest again", lambda: matching(
+        lambda s: big not in s["queryOrders"] and s["queryOrders"] == views.orders(MAPLE), run.state(first)), 3, since=sent)
+    run.count += 1  # the order of Glazed stays
+    run.check.record("orders of the donut chosen: a big order enters on top of the page that chose it only; "
+                     "removals leave and the view is refilled", chosen_page1=chosen, entered_page1=b1,
+                     entered_page2=b2, removed_page1=r1)
+
+    # Jobs: a new job is running; a report moves its numbers; completing it
+    # moves it from running to finished, and the jobs list keeps it.
+    sent = time.monotonic()
+    job = run.post("/jobs", {"total": 40})["id"]
+    s1, s2 = run.both("lists the new job as running", lambda s: s["running"][:1] == [job] and job not in s["finished"]
+                      and s["running"] == views.running(), since=sent)
+    run.post(f"/jobs/{job}/progress", {"current": 10})
+    run.both("shows its progress among the running", lambda s: any(
+        job[-4:] in text and "10 / 40" in text for text in s["runningText"]))
+    sent = time.monotonic()
+    run.post(f"/jobs/{job}/progress", {"current": 40})
+    f1, f2 = run.both("moves the job from running to finished", lambda s: job not in s["running"]
+                      and s["finished"][:1] == [job] and s["running"] == views.running()
+                      and s["finished"] == views.finished() and s["jobs"].get(job, {}).get("complete"), since=sent)
+    run.check.record("a job over HTTP listed as running, and moved to finished when it completes, in both pages",
+                     running_page1=s1, running_page2=s2, finished_page1=f1, finished_page2=f2)
+
+    # Posts: enough for an eleventh, then a taller one enters the ten
+    # tallest and the tenth leaves; a removal of one of them refills.
+    lake = f"{run.server.base}/assets/post-lake.svg"
+    while len(run.get("/posts")["posts"]) < TALLEST + 2:
+        run.post("/posts", {"imageURL": lake, "height": 40 + 10 * len(run.get("/posts")["posts"])})
+    run.both("shows the ten tallest posts", lambda s: s["tallest"] == views.tallest(), timeout=3)
+    before = views.tallest()
+    sent = time.monotonic()
+    tall = run.post("/posts", {"imageURL": lake, "height": 5000})["id"]
+    e1, e2 = run.both("shows the taller post first and lets the tenth go", lambda s: s["tallest"] == [tall] + before[:-1],
+                      since=sent)
+    if views.tallest() != [tall] + before[:-1]:
+        raise Failure(f"the server's ten tallest are not the page's: {views.tallest()}")
+    time.sleep(0.9)  # the marks of what entered run their course
+    # The card is low on the page: scrolled to the top, it is shot whole.
+    first.execute_script("arguments[0].scrollIntoView({block: 'start'})", first.find_element(By.ID, "queries-card"))
+    run.shoot("queries-card", "page-queries.png")
+    first.execute_script("window.scrollTo(0, 0)")
+    sent = time.monotonic()
+    status, _ = request("DELETE", f"{run.server.base}/posts/{tall}", token=run.token)
+    if status != 204:
+        raise Failure(f"DELETE /posts/{tall} answered {status}")
+    g1, g2 = run.both("drops the removed post and shows the tenth again", lambda s: s["tallest"] == before, since=sent)
+    run.check.record("a taller post over HTTP enters both pages' ten tallest and the eleventh leaves; its removal "
+                     "brings the tenth back", entered_page1=e1, entered_page2=e2, removed_page1=g1, removed_page2=g2)
+
+
 def shoot_whole_page(run):
     """The first page with every part drawn and a dot glowing, and the truck
     with its orders."""
@@ -754,6 +896,8 @@ def check_past_retention(run, one, two, stream):
                       and s["orders"][:3] == ["3 × Glazed"] * 3, timeout=10, since=restarted)
     if run.state(run.first)["observer"] != one["observer"] or run.state(run.second)["observer"] != two["observer"]:
         raise Failure("a page changed its observer; it should have caught up with the one it had")
+    views = Views(run)
+    run.both("shows the filtered views as fresh reads do", views.exact, timeout=5)
     if stream and not any(" repair " in line for line in run.state(run.first)["changesHeard"]):
         raise Failure(f"page 1 should have caught up by a repair: {run.state(run.first)['changesHeard']}")
     run.check.record("writes pruned from the change log while the pages were away shown in both pages"
@@ -806,6 +950,7 @@ def main():
         check_jobs(run)
         check_game(run)
         check_posts(run)
+        check_queries(run)
         shoot_whole_page(run)
         check_restart(run, one, two, stream)
         check_past_retention(run, one, two, stream)

@@ -15,6 +15,9 @@ const BACKOFF_MAX = 5000;
 const LOG_LENGTH = 8;          // changes shown in "Changes heard"
 const ORDERS_SHOWN = 5;        // orders on a page of the list: the newest five, or five older ones
 const ORDER_LOG_LENGTH = 200;  // recent changes of the orders kept, to replay after a page's read
+const QUERY_ORDERS_SHOWN = 5;  // the biggest orders of the donut chosen
+const TALLEST_SHOWN = 10;      // the tallest posts
+const QUERY_LOG_LENGTH = 200;  // recent changes that carry a query, to replay after a view's read
 const POST_COLUMNS = 3;
 const POST_SCALE = 0.3;        // pixels per unit of a post's height
 const POST_MAX_PX = 240;       // the tallest a tile is drawn
@@ -52,6 +55,9 @@ const page = {
   postsLayout: "roundRobin",
   postsRead: 0,       // numbers the reads of the posts, so a late answer is dropped
   postImages: new Map(), // image URL -> "loaded" or "failed", as the browser found it
+  queryDonut: null,   // the donut whose biggest orders are shown
+  views: {},          // the filtered views (query reads), by name: see makeView
+  queryLog: [],       // recent changes that carry a query, replayed after a view's read
   wake: null,         // ends the current back-off wait early
 };
 
@@ -119,8 +125,16 @@ async function readEverything() {
     read(postsPath()),
   ]);
   const [grid, truck, donuts, account, jobs, games, posts] = reads.map((response) => response.json);
-  const game = await readGame(games.games);
+  // The filtered views, the donut chosen (or the menu's first) for the orders.
+  if (!donuts.donuts.some((donut) => donut.id === page.queryDonut)) page.queryDonut = donuts.donuts.length ? donuts.donuts[0].id : null;
+  const views = Object.values(page.views);
+  for (const view of views) ++view.read;  // a view still on its way is not drawn
+  const [game, ...viewReads] = await Promise.all([
+    readGame(games.games),
+    ...views.map((view) => readViewAnswer(view)),
+  ]);
   if (game) reads.push(game);
+  reads.push(...viewReads.filter(({ response }) => response).map(({ response }) => response));
   // An older page of orders the page was showing is read again too.
   const older = page.orders.after === null ? null : await read(olderOrdersPath(page.orders.after));
   drawGrid(grid.rows);
@@ -135,6 +149,11 @@ async function readEverything() {
   drawJobs(jobs.jobs);
   drawGame(game ? game.json : null);
   drawPosts(posts.columns);
+  for (const { view, query, response, error } of viewReads) {
+    view.reading = false;
+    if (response) takeViewRead(view, query, response);
+    else refuseView(view, error);
+  }
   page.cursor = Math.min(...reads.map((response) => response.cursor), ...(older ? [older.cursor] : []));
   page.needsRead = false;
 }
@@ -259,9 +278,14 @@ async function poll(timeout = POLL_TIMEOUT) {
 function receive(answer) {
   for (const change of answer.changes) {
     const applied = change.op !== "repair" && typeof change.seq === "number" && change.seq <= page.cursor;
-    if (!applied) apply(change);
+    // A change that carries a query is for the view of that query read;
+    // the same write reaches the plain reads as a change without one.
+    if (applied) continue;
+    if (typeof change.query === "string") applyQueryChange(change);
+    else apply(change);
   }
   if (page.orders.changed) showOrders();
+  for (const view of Object.values(page.views)) if (view.changed) drawView(view);
   page.cursor = answer.cursor;
   showObserver();
   // A repair brings back the properties the page read, but not reads of
@@ -272,6 +296,9 @@ function receive(answer) {
     // Each page of orders read is a shape, and a shape's repair does not
     // say which page it is: the page shown is read again.
     if (answer.changes.some((change) => change.op === "repair" && change.path === "/truck/orders")) rereadOrders();
+    // A query read is repaired as its window read afresh: the views are
+    // read again, as they would be after a 410.
+    rereadViews();
   }
 }
 
@@ -379,6 +406,7 @@ function apply(change) {
     else if (what === "donuts" && removed) removeDonut(change.old.id);
     else if (what === "donuts" && field === "name") setDonutName(id, value);
     else if (what === "donuts" && !id && change.op === "repair" && Array.isArray(value)) drawDonuts(value);
+    if (what === "donuts") menuChanged();
     else if (what === "orders" && !id && (inserted || removed)) {
       logOrderChange(change);
       applyOrderChange(change, false);  // drawn once the answer is applied
@@ -416,7 +444,9 @@ function logChange(change) {
   if (change.op === "set") value = `${JSON.stringify(change.old)} → ${JSON.stringify(change.new)}`;
   else if (change.op === "repair") value = `repair → ${JSON.stringify(change.new)}`;
   else value = change.op;
-  item.textContent = `#${change.seq} ${shortPath} ${value}`;
+  const query = typeof change.query === "string" ? ` [${change.query}]` : "";
+  item.textContent = `#${change.seq} ${shortPath} ${value}${query}`.replace(/[0-9a-f]{8}-[0-9a-f-]{23}([0-9a-f]{4})/g, "…$1");
+  if (query) item.dataset.query = change.query;
   log.prepend(item);
   while (log.children.length > LOG_LENGTH) log.lastElementChild.remove();
 }
@@ -566,8 +596,10 @@ function setOrderCount(count, changed) {
 function drawDonuts(donuts) {
   $("donuts").replaceChildren();
   $("order-donut").replaceChildren();
+  $("query-donut").replaceChildren();
   page.donuts.clear();
-  donuts.forEach(addDonut);
+  donuts.forEach((donut) => addDonut(donut));
+  chooseQueryDonut();
 }
 
 function addDonut(donut) {
@@ -578,10 +610,12 @@ function addDonut(donut) {
     item = document.createElement("li");
     item.dataset.donutId = donut.id;
     $("donuts").append(item);
-    const option = document.createElement("option");
-    option.value = donut.id;
-    option.dataset.donutId = donut.id;
-    $("order-donut").append(option);
+    for (const select of [$("order-donut"), $("query-donut")]) {
+      const option = document.createElement("option");
+      option.value = donut.id;
+      option.dataset.donutId = donut.id;
+      select.append(option);
+    }
   }
   setDonutName(donut.id, donut.name);
 }
@@ -1067,6 +1101,268 @@ function chooseLayout(event) {
   refreshPosts();
 }
 
+// MARK: - Filtered views: query reads kept exact
+
+/// A view is one query read (SPEC §3d) with the page's observer: a
+/// collection, its conditions and sort, and the copy of what the read
+/// showed. The feed brings the changes that keep that copy equal to a fresh
+/// read, each carrying the read's canonical `query`: an `insert` of an
+/// element that comes to match in the window, a `remove` of one that stops
+/// matching or leaves it, a `set` of a shown field of one that stays.
+function makeView(name, { collection, list, conditions, sort = null, limit = null, draw }) {
+  return {
+    name, collection, list, conditions, sort, limit, draw,
+    query: null,       // the canonical query of the copy; null until read
+    cursor: null,      // Observation-Cursor of its read: changes at or before it are in it
+    elements: [],      // the copy, in the query's order
+    bound: null,       // the last element of the window when more follow (a limited read), else null: open
+    read: 0,           // numbers the reads, so a late answer is dropped
+    reading: false,
+    changed: false,    // changed since last drawn
+    entered: new Set(),// ids that came in since last drawn, marked for a moment
+  };
+}
+
+/// The conditions and sort in canonical order (conditions in the model's
+/// field order, then the sort): the `query` member of the changes the read
+/// brings.
+function viewQuery(view) {
+  const parts = view.conditions().map(([field, expression]) => `${field}=${expression}`);
+  if (view.sort) parts.push(`sort=${view.sort}`);
+  return parts.join("&");
+}
+
+function viewPath(view) {
+  const parts = view.conditions().map(([field, expression]) => `${field}=${enc(expression)}`);
+  if (view.sort) parts.push(`sort=${enc(view.sort)}`);
+  if (view.limit) parts.push(`limit=${view.limit}`);
+  return `${view.collection}?${parts.join("&")}`;
+}
+
+/// Orders two values of the sort field ascending; null after every value.
+function compareValues(a, b) {
+  if (a === b) return 0;
+  if (a === null || a === undefined) return 1;
+  if (b === null || b === undefined) return -1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/// Where an element that came in goes in the copy. With a sort: by its
+/// value, and among equal values where a new element goes (positions only
+/// grow: last ascending, first descending). Without one, by position,
+/// which the page takes from the id (ids are made in creation order).
+function placeOf(view, element) {
+  const elements = view.elements;
+  if (!view.sort) {
+    const index = elements.findIndex((other) => other.id > element.id);
+    return index < 0 ? elements.length : index;
+  }
+  const descending = view.sort.startsWith("-");
+  const field = descending ? view.sort.slice(1) : view.sort;
+  const index = elements.findIndex((other) => {
+    const order = compareValues(element[field], other[field]);
+    return descending ? order >= 0 : order < 0;
+  });
+  return index < 0 ? elements.length : index;
+}
+
+/// Whether a new element falls in the copy's window: before its bound, or
+/// anywhere when the window is open at the end.
+function inWindow(view, element) {
+  if (!view.bound || !view.sort) return true;
+  const descending = view.sort.startsWith("-");
+  const field = descending ? view.sort.slice(1) : view.sort;
+  const order = compareValues(element[field], view.bound[field]);
+  return descending ? order >= 0 : order < 0;
+}
+
+/// Takes a view's read: the copy is what it showed, and the changes of its
+/// query that came through the feed after the read's cursor while it was on
+/// its way are applied to it.
+function takeViewRead(view, query, response) {
+  view.query = query;
+  view.cursor = response.cursor;
+  view.elements = response.json[view.list].slice();
+  // A limited read with a Link is closed at its last element: an element
+  // that would come after it is outside the window, and not heard.
+  view.bound = nextLink(response.link) ? view.elements[view.elements.length - 1] || null : null;
+  view.entered.clear();
+  for (const change of page.queryLog) {
+    if (change.query === query && change.seq > view.cursor) applyToView(view, change);
+  }
+  drawView(view);
+}
+
+/// A view's read with the observer: `{view, query, response}`, or
+/// `{view, query, error}` when the server refuses the query (400) or the
+/// observer's reads are full (422), which leaves the rest of the page be.
+/// Anything else (the observer gone, the server away) rejects.
+async function readViewAnswer(view) {
+  const query = viewQuery(view);
+  try {
+    return { view, query, response: await read(viewPath(view)) };
+  } catch (error) {
+    if (error instanceof Answer && (error.status === 400 || error.status === 422)) return { view, query, error };
+    throw error;
+  }
+}
+
+/// A view whose query the server refused: no copy, and the reason shown.
+function refuseView(view, error) {
+  view.query = null;
+  view.cursor = null;
+  view.elements = [];
+  view.bound = null;
+  drawView(view);
+  showMessage(`Could not read ${view.name}: ${error.message}`, String(error.status));
+}
+
+/// Reads a view with the observer (a new donut chosen, after a repair, or
+/// to refill a limited view that lost an element) and draws it.
+async function readView(view) {
+  if (!page.observer) return;
+  const number = ++view.read;
+  view.reading = true;
+  try {
+    const { query, response, error } = await readViewAnswer(view);
+    if (number !== view.read) return;
+    if (response) takeViewRead(view, query, response);
+    else refuseView(view, error);
+  } catch (_) {
+    // The feed's own recovery reads everything again if the server is gone.
+  } finally {
+    if (number === view.read) view.reading = false;
+  }
+}
+
+function rereadViews() {
+  for (const view of Object.values(page.views)) readView(view);
+}
+
+/// A change that carries a `query`: applied to the view of that query (a
+/// view whose query the page no longer shows ignores it), and kept a while
+/// to be applied after a read of that query still on its way.
+function applyQueryChange(change) {
+  logChange(change);
+  if (change.op === "repair") return;  // the views are read again (see receive)
+  page.queryLog.push(change);
+  if (page.queryLog.length > QUERY_LOG_LENGTH) page.queryLog.splice(0, page.queryLog.length - QUERY_LOG_LENGTH);
+  for (const view of Object.values(page.views)) {
+    if (view.query === change.query) applyToView(view, change);
+  }
+}
+
+/// insert: the element goes into the copy at its place; remove: the
+/// element of `old.id` goes; set: the field of the element whose path
+/// prefixes the change's path is set. A limited view keeps no more than
+/// its limit: the last goes and the window ends at the new last; one that
+/// lost an element while more follow is read again to be refilled.
+function applyToView(view, change) {
+  if (view.cursor === null || (typeof change.seq === "number" && change.seq <= view.cursor)) return;
+  const elements = view.elements;
+  if (change.op === "insert") {
+    const element = change.new;
+    if (elements.some((other) => other.id === element.id) || !inWindow(view, element)) return;
+    elements.splice(placeOf(view, element), 0, element);
+    view.entered.add(element.id);
+    if (view.limit && elements.length > view.limit) {
+      elements.length = view.limit;
+      view.bound = elements[elements.length - 1];
+    }
+  } else if (change.op === "remove") {
+    const index = elements.findIndex((other) => other.id === change.old.id);
+    if (index < 0) return;
+    elements.splice(index, 1);
+    if (view.limit && view.bound && elements.length < view.limit) readView(view);
+  } else if (change.op === "set") {
+    const prefix = `/${view.collection}/`;
+    if (!change.path.startsWith(prefix)) return;
+    const [id, ...field] = change.path.slice(prefix.length).split("/");
+    const element = elements.find((other) => other.id === decodeURIComponent(id));
+    if (!element || field.length === 0) return;
+    let target = element;
+    for (const key of field.slice(0, -1)) target = target[key] = { ...target[key] };
+    target[field[field.length - 1]] = change.new;
+  } else {
+    return;
+  }
+  view.changed = true;
+}
+
+function drawView(view) {
+  view.changed = false;
+  view.draw(view);
+  view.entered.clear();
+}
+
+/// A list item for each element of a view, marked with its id and, for a
+/// moment, as entered when it came through the feed.
+function drawList(view, id, attribute, text) {
+  const list = $(id);
+  list.dataset.query = view.query || "";
+  list.dataset.cursor = String(view.cursor);
+  list.replaceChildren(...view.elements.map((element) => {
+    const item = document.createElement("li");
+    item.dataset[attribute] = element.id;
+    item.textContent = text(element);
+    if (view.entered.has(element.id)) item.className = "entered";
+    return item;
+  }));
+}
+
+function drawQueryOrders(view) {
+  drawList(view, "query-orders", "orderId", (order) => `${order.quantity} × ${donutName(order.donutId)}`);
+  const state = $("query-orders-state");
+  const chosen = /(?:^|&)donutId=eq\.([^&]*)/.exec(view.query || "");
+  const name = donutName(chosen ? chosen[1] : page.queryDonut);
+  const count = view.elements.length;
+  state.textContent = count === 0 ? `No orders of ${name} yet.`
+    : view.bound ? `The ${count} biggest orders of ${name}, of more`
+    : count === 1 ? `The only order of ${name}` : `All ${count} orders of ${name}, biggest first`;
+}
+
+function drawQueryJobs(id) {
+  return (view) => {
+    // Newest first, as the jobs above.
+    const newestFirst = { ...view, elements: [...view.elements].reverse() };
+    drawList(newestFirst, id, "jobId", (job) => `job …${job.id.slice(-4)}  ${job.progress.current} / ${job.progress.total}`);
+  };
+}
+
+function drawQueryTallest(view) {
+  drawList(view, "query-tallest", "postId", (post) => `${post.height} · ${post.imageURL.replace(/^.*\//, "") || post.imageURL}`);
+}
+
+function donutName(id) {
+  return page.donuts.get(id) || "a donut no longer on the menu";
+}
+
+/// The donut whose orders are shown: the one chosen, or the first on the menu.
+function chooseQueryDonut() {
+  const select = $("query-donut");
+  if (page.queryDonut && page.donuts.has(page.queryDonut)) {
+    select.value = page.queryDonut;
+  } else {
+    page.queryDonut = page.donuts.keys().next().value || null;
+    if (page.queryDonut) select.value = page.queryDonut;
+  }
+}
+
+function queryDonutChosen(event) {
+  page.queryDonut = event.target.value;
+  readView(page.views.orders);
+}
+
+/// After a change of the menu: the view follows the donut chosen, and one
+/// removed from the menu gives way to the first.
+function menuChanged() {
+  const before = page.queryDonut;
+  chooseQueryDonut();
+  const view = page.views.orders;
+  if (page.queryDonut !== before && page.queryDonut && view.query !== null) readView(view);
+  else if (view.query !== null) drawView(view);
+}
+
 // MARK: - Writes, tokens and messages
 
 /// A write the user asked for. Its effect arrives through the change feed,
@@ -1165,6 +1461,21 @@ function showObserver() {
 // MARK: - Start
 
 function start() {
+  page.views = {
+    orders: makeView("the biggest orders", {
+      collection: "truck/orders", list: "orders", sort: "-quantity", limit: QUERY_ORDERS_SHOWN,
+      conditions: () => [["donutId", `eq.${page.queryDonut || ""}`]], draw: drawQueryOrders,
+    }),
+    running: makeView("the jobs running", {
+      collection: "jobs", list: "jobs", conditions: () => [["isComplete", "eq.false"]], draw: drawQueryJobs("query-running"),
+    }),
+    finished: makeView("the jobs finished", {
+      collection: "jobs", list: "jobs", conditions: () => [["isComplete", "eq.true"]], draw: drawQueryJobs("query-finished"),
+    }),
+    tallest: makeView("the tallest posts", {
+      collection: "posts", list: "posts", sort: "-height", limit: TALLEST_SHOWN, conditions: () => [], draw: drawQueryTallest,
+    }),
+  };
   // A token given as #token=… is kept for this tab and taken off the
   // address bar, so it is not bookmarked or shared by accident.
   // #feed=poll keeps the page on long-polls, even where a stream would open.
@@ -1189,6 +1500,7 @@ function start() {
   $("start-client-job").addEventListener("click", () => startJob(false));
   $("game-form").addEventListener("submit", newGame);
   $("post-form").addEventListener("submit", addPost);
+  $("query-donut").addEventListener("change", queryDonutChosen);
   // A post needs an http(s) URL: one of the images built in with the page.
   $("post-url").value = new URL("assets/post-lake.svg", location.href).href;
   for (const radio of document.querySelectorAll('#posts-layout input[name="layout"]')) {

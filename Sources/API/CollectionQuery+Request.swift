@@ -37,6 +37,9 @@ extension CollectionQuery {
         }
         var sort: String?
         var descending = false
+        if request.repeatedQuery["sort"] != nil {
+            throw .badRequest("sort names one field (-field for descending), not several")
+        }
         if let text = request.query["sort"] {
             let name = text.hasPrefix("-") ? String(text.dropFirst()) : text
             guard resource.queryableField(name) != nil else {
@@ -48,7 +51,7 @@ extension CollectionQuery {
         }
         guard !conditions.isEmpty || sort != nil else { return nil }
         if sort != nil, let order = request.query["order"] {
-            throw .badRequest("order=\(order) cannot go with sort: sort=-field sorts descending")
+            throw .badRequest("order=\(order) cannot go with sort: sort=field sorts ascending and sort=-field descending")
         }
         // Limit and order as a page has them; `after` is a position
         // without a sort and the cursor of a Link with one.

@@ -84,7 +84,7 @@ public struct ObserverSnapshot: Sendable, Equatable {
     public func receives(_ change: Change) -> Bool {
         if receivesAsCommitted(change) { return true }
         guard hasQueries else { return false }
-        for read in shapes where read.shape.query != nil && read.seq < change.seq && read.shape.said(change) != nil { return true }
+        for read in shapes where read.shape.query != nil && read.seq < change.seq && read.shape.hears(change) { return true }
         return false
     }
 
@@ -120,6 +120,12 @@ public struct ObserverSnapshot: Sendable, Equatable {
         for read in shapes where read.shape.query != nil && read.seq < change.seq {
             guard let said = read.shape.said(change), !found[first...].contains(said) else { continue }
             found.append(said)
+        }
+        // An element that moves from one page of a query to another leaves
+        // the first before it enters the second: removes come first.
+        if found.count - first > 1 {
+            let said = found[first...].filter { $0.operation == .remove } + found[first...].filter { $0.operation != .remove }
+            found.replaceSubrange(first..., with: said)
         }
     }
 }

@@ -88,7 +88,7 @@ extension RegistryCore {
             // A query's reader only where it hears something of the change.
             guard shapes.hasQueries, let states = ElementStates(change, at: place) else { return }
             shapes.forEachQuery(states) { entry in
-                guard entry.seq < seq, entry.shape.said(change, at: place, states) != nil else { return }
+                guard entry.seq < seq, entry.shape.effect(of: change, at: place, states) != nil else { return }
                 add(entry)
             }
         }

@@ -158,7 +158,16 @@ public struct ShapeQuery: Hashable, Sendable {
             }
         }
         if best == nil, let sort {
-            // The window's ends, in values; an open end bounds nothing.
+            // The window's ends, in values; an open end bounds nothing. Only
+            // a number field's: at least one end a number, none another kind.
+            let ends = [lower, upper].compactMap { $0?.key.value }
+            func isNumber(_ value: JSONValue) -> Bool {
+                switch value {
+                case .int, .double: true
+                default: false
+                }
+            }
+            guard ends.contains(where: isNumber), ends.allSatisfy({ $0 == .null || isNumber($0) }) else { return nil }
             let first = lower.flatMap { $0.key.value.flatMap(SortKey.ordinal) }
             let last = upper.flatMap { $0.key.value.flatMap(SortKey.ordinal) }
             guard lower == nil || first != nil, upper == nil || last != nil, first != nil || last != nil else { return nil }

@@ -89,38 +89,10 @@ extension Resource {
     /// follow; the next page while more do.
     public func list(in state: ModelState, _ selection: FieldSelection = .all, query read: CollectionQuery) -> Representation {
         var query = read.query
-        let fields = query.conditions.map { queryableField($0.field) }
-        let sortField = query.sort.flatMap { queryableField($0) }
-        func key(of record: Record) -> SortKey {
-            SortKey(value: sortField.map { $0.value(of: record, in: state) }, position: record.position)
-        }
-        let after = read.after.map { ShapeQuery.Bound(key: $0, inclusive: false) }
-        query.lower = after
-        var shown: [(key: SortKey, record: Record)] = []
-        let limit = read.limit ?? .max
-        if query.sort == nil {
-            // Creation order: the first `limit` past the cursor, found in order.
-            let boundary: ((Record) -> Bool)? = read.after.map { after in
-                query.descending ? { $0.position >= after.position } : { $0.position > after.position }
-            }
-            state[self].forEach(forward: !query.descending, from: boundary) { record in
-                if query.descending, let after = read.after, record.position >= after.position { return true }
-                guard matches(record, query, in: state, fields: fields) else { return true }
-                shown.append((key(of: record), record))
-                return shown.count <= limit
-            }
-        } else {
-            state[self].forEach { record in
-                guard matches(record, query, in: state, fields: fields) else { return true }
-                let key = key(of: record)
-                if let after, !query.windowHolds(key) { _ = after; return true }
-                shown.append((key, record))
-                return true
-            }
-            shown.sort { query.precedes($0.key, $1.key) }
-        }
-        let more = shown.count > limit
-        if more { shown.removeLast(shown.count - limit) }
+        query.lower = read.after.map { ShapeQuery.Bound(key: $0, inclusive: false) }
+        var shown = queryElements(in: state, query, limit: read.limit)
+        let more = read.limit.map { shown.count > $0 } ?? false
+        if more, let limit = read.limit { shown.removeLast(shown.count - limit) }
         if more, let last = shown.last { query.upper = ShapeQuery.Bound(key: last.key, inclusive: true) }
         var builder = RepresentationBuilder(resource: path, fields: 4)
         let shape = Shape(collection: path, fields: selection.shapeFields, query: query)

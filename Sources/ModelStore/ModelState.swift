@@ -6,6 +6,9 @@ public struct ModelState: Sendable {
     public internal(set) var seq: Int64
     var collections: [ObjectIdentifier: PersistentOrderedDictionary<String, Record>] = [:]
     var singletons: [ObjectIdentifier: Record] = [:]
+    /// The query indexes of the top-level collections with stored
+    /// queryable fields (`QueryIndex`), changed with their elements.
+    var indexes: [ObjectIdentifier: QueryIndex] = [:]
 
     init(seq: Int64) {
         self.seq = seq

@@ -35,6 +35,7 @@ extension Store {
                         }
                     }
                     state[resource] = elements
+                    state.buildIndexes(of: resource)
                 }
             }
         }

@@ -9,17 +9,9 @@ extension Store {
         guard let (resource, elements) = collection(at: shape.collection, in: state, catalog) else { return nil }
         if let query = shape.query {
             // A query's: those that match in its window, in its order.
-            let fields = query.conditions.map { resource.queryableField($0.field) }
-            let sortField = query.sort.flatMap { resource.queryableField($0) }
-            var found: [(SortKey, Record)] = []
-            elements.forEach { element in
-                guard resource.matches(element, query, in: state, fields: fields) else { return true }
-                let key = SortKey(value: sortField.map { $0.value(of: element, in: state) }, position: element.position)
-                if query.windowHolds(key) { found.append((key, element)) }
-                return true
-            }
+            let found = resource.queryElements(in: state, query, limit: limit == .max ? nil : limit)
             guard found.count <= limit else { return nil }
-            return (resource, found.sorted { query.precedes($0.0, $1.0) }.map(\.1))
+            return (resource, found.map(\.record))
         }
         var found: [Record] = []
         var tooMany = false

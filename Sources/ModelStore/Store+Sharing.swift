@@ -196,7 +196,10 @@ extension ModelState {
         }
         switch (entry.kind, table.parent) {
         case (.insert, nil):
-            self[resource][entry.id] = Record(resource: resource, id: entry.id, position: entry.first, values: values)
+            let record = Record(resource: resource, id: entry.id, position: entry.first, values: values)
+            let old = self[resource][entry.id]
+            self[resource][entry.id] = record
+            reindex(resource, old: old, new: record)
         case (.insert, let parent?):
             guard let parentId = entry.parent, let path = self[parent][parentId]?.path else { return }
             self[parent][parentId]!.children[table.index][entry.id] =
@@ -204,12 +207,17 @@ extension ModelState {
         case (.update, nil) where resource.kind == .singleton:
             self[singleton: resource].values = values
         case (.update, nil):
-            if self[resource][entry.id] != nil { self[resource][entry.id]!.values = values }
+            if let old = self[resource][entry.id] {
+                self[resource][entry.id]!.values = values
+                reindex(resource, old: old, new: self[resource][entry.id])
+            }
         case (.update, let parent?):
             guard let parentId = entry.parent, self[parent][parentId]?.children[table.index][entry.id] != nil else { return }
             self[parent][parentId]!.children[table.index][entry.id]!.values = values
         case (.delete, nil):
+            let old = self[resource][entry.id]
             self[resource][entry.id] = nil
+            reindex(resource, old: old, new: nil)
         case (.delete, let parent?):
             for parentId in self[parent].keys where self[parent][parentId]?.children[table.index][entry.id] != nil {
                 self[parent][parentId]!.children[table.index][entry.id] = nil

@@ -56,6 +56,7 @@ public struct WriteTransaction: ~Copyable {
         if let checkCreate = resource.checkCreate { try checkCreate(state, record) }
         try store(record, of: resource, parentId: nil)
         state[resource][record.id] = record
+        state.reindex(resource, old: nil, new: record)
         switch announce {
         case .element:
             let representation = resource.representation(of: record, in: state)
@@ -103,7 +104,9 @@ public struct WriteTransaction: ~Copyable {
         try save(old: old, new: new, of: resource, parentId: nil, within: [])
         switch resource.kind {
         case .singleton: state[singleton: resource] = new
-        case .collection: state[resource][id] = new
+        case .collection:
+            state[resource][id] = new
+            if resource.isTopLevel { state.reindex(resource, old: old, new: new) }
         }
         if !resource.computed.isEmpty && resource.kind == .collection {
             touched.append((resource, old, resource.computed.map { $0.value(state, old) }))
@@ -164,6 +167,7 @@ public struct WriteTransaction: ~Copyable {
         try require(condition, current: representation)
         try storage.delete(from: catalog.layout(of: resource), id: id)
         state[resource][id] = nil
+        state.reindex(resource, old: record, new: nil)
         // Readers of a collection nested in it (a game's cards) hear it too.
         var places = [Place(collection: resource.path, position: record.position)]
         for (index, nested) in resource.nested.enumerated() {
@@ -205,35 +209,43 @@ public struct WriteTransaction: ~Copyable {
     }
 
     /// Gives each `set` that lands on an element of a collection with
-    /// queryable fields what query shapes need (`ElementRow`): its
-    /// queryable values before the change and, where the change moves one
-    /// of them, the element after it. Worked out backwards from the
-    /// element as the write leaves it, undoing its changes one by one (a
-    /// change inside a nested element, a card, changes no queryable value
-    /// of its own and is not undone in the element's text).
+    /// queryable fields what query shapes need (`ElementRow`): the
+    /// element's queryable values before this write and after it, and on
+    /// its last change in the write, when those moved, the element before
+    /// and after it. A query's reader hears what the whole write does to
+    /// its copy, never a state half-way through it. The element before is
+    /// worked out from the element as the write leaves it, undoing its
+    /// changes (a change inside a nested element, a card, moves no
+    /// queryable value of its own and is not undone in the element's text).
     private mutating func addRows() {
         guard !queried.isEmpty else { return }
         for (resource, id, _) in queried.values.sorted(by: { $0.order < $1.order }) {
             // Deleted by the same write: its remove says what readers need.
             guard let current = state[resource][id] else { continue }
-            var values = resource.queryValues(of: current, in: state)
-            guard case .object(var image)? = try? JSONParser.parse(resource.representation(of: current, in: state, tracking: false).string)
-            else { continue }
+            let final = resource.queryValues(of: current, in: state)
+            let finalText = resource.representation(of: current, in: state, tracking: false).string
+            guard case .object(var image)? = try? JSONParser.parse(finalText) else { continue }
+            var values = final
             let prefix = current.path + "/"
+            var indices: [Int] = []
             for index in pending.indices.reversed() {
                 let change = pending[index]
                 guard change.operation == .set,
                       let place = change.places.first(where: { $0.collection == resource.path && $0.position == current.position }),
                       let field = place.field
                 else { continue }
-                let direct = change.path == prefix + field
-                let queryable = field != "id" && values[field] != nil
-                let after = direct && queryable ? JSONWriter.string(.object(image)) : nil
-                if direct, let old = change.old.flatMap({ try? JSONParser.parse($0) }) {
-                    image[field] = old
-                    if queryable { values[field] = old }
-                }
-                pending[index] = change.with(ElementRow(collection: resource.path, position: current.position, values: values, image: after))
+                indices.append(index)
+                guard change.path == prefix + field, let old = change.old.flatMap({ try? JSONParser.parse($0) }) else { continue }
+                image[field] = old
+                if field != "id" && values[field] != nil { values[field] = old }
+            }
+            let moved = values != final
+            for index in indices {
+                let last = index == indices.first
+                let row = ElementRow(collection: resource.path, position: current.position, values: values, final: moved ? final : nil,
+                                     last: last, image: last && moved ? finalText : nil,
+                                     oldImage: last && moved ? JSONWriter.string(.object(image)) : nil)
+                pending[index] = pending[index].with(row)
             }
         }
     }

@@ -561,4 +561,31 @@ import TestSupport
             #expect(orders.count == acknowledged.count)
         }
     }
+    /// A query read through one instance hears, through every instance,
+    /// exactly what writes through the others do to its copy (SPEC §3d, §5):
+    /// the donut that comes to match, the one that stops, nothing of a
+    /// donut it does not hold; and a kill -9 of the instance it read
+    /// through changes none of it.
+    @Test func aQueryReadThroughOneInstanceHearsWritesThroughTheOthersExactly() throws {
+        let servers = try MultiInstanceTests.cluster()
+        let (a, b, c) = (servers[0].client, servers[1].client, servers[2].client)
+        let observer = try a.observer()
+        let cursor = try #require(try b.get("/truck/donuts?glaze=eq.sugar&fields=name", observer: observer).cursor)
+        #expect(try c.patch("/truck/donuts/\(Seed.maple)", ["glaze": "sugar"]).status == 200)
+        #expect(try a.patch("/truck/donuts/\(Seed.glazed)", ["glaze": "maple"]).status == 200)
+        #expect(try c.patch("/truck/donuts/\(Seed.chocolate)", ["name": "Choc"]).status == 200)
+        #expect(try a.patch("/truck/donuts/\(Seed.maple)", ["dough": "chocolate"]).status == 200)
+        _ = servers[1].stop(signal: SIGKILL)
+        for client in [a, c] {
+            var heard: [JSONValue] = []
+            try waitUntil(timeout: 10) {
+                heard = try client.changes(observer, since: cursor).json.changeList
+                return heard.count >= 2
+            }
+            #expect(heard.map { $0["op"] } == ["insert", "remove"], "\(heard)")
+            #expect(heard.first?["new"] == ["id": .string(Seed.maple), "name": "Maple Bar"])
+            #expect(heard.last?["old"] == ["id": .string(Seed.glazed), "name": "Glazed"])
+            #expect(heard.allSatisfy { $0["query"] == "glaze=eq.sugar" })
+        }
+    }
 }
