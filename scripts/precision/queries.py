@@ -136,25 +136,56 @@ def parse_value(typ, text):
 
 def in_items(items, rng=None, force_quote=False):
     """The text of `in.(…)`: items comma-separated, quoted where they must
-    be (a comma, a quote, a backslash, a parenthesis, a space) and sometimes
-    where they need not."""
+    be (a comma, a quote, a parenthesis), mostly where they hold a space or
+    a backslash or are empty, and sometimes where they need not."""
     out = []
     for it in items:
-        must = any(ch in it for ch in ',"\\() ') or it == ""
-        if must or force_quote or (rng is not None and rng.random() < 0.03):
+        must = any(ch in it for ch in ',"()')
+        may = any(ch in it for ch in '\\ ') or it == ""
+        if must or force_quote or (may and (rng is None or rng.random() < 0.7)) or (rng is not None and rng.random() < 0.03):
             out.append('"' + it.replace("\\", "\\\\").replace('"', '\\"') + '"')
         else:
             out.append(it)
     return "in.(" + ",".join(out) + ")"
 
 
+def canon_value(typ, v):
+    """A value as the server's canonical query writes it: a text as is, a
+    number as its JSON writer does (`1e1` is `10`, `100.0` is `100`,
+    `100.50` is `100.5`), an integer without leading zeros, true/false."""
+    if typ == "boolean":
+        return "true" if v else "false"
+    if typ in ("integer", "number"):
+        if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
+            return str(int(v))
+        return repr(v) if isinstance(v, float) else str(int(v))
+    return v
+
+
+def canon_item(typ, v):
+    """An item of a canonical `in` list: a text quoted only where it must
+    be (empty, a space at either end, or one of `,()"\\`), `\\` before `"`
+    and `\\` inside the quotes."""
+    text = canon_value(typ, v)
+    if typ in ("text", "text?") and (text == "" or text[0] == " " or text[-1] == " " or any(ch in text for ch in ',()"\\')):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
 class Cond:
-    """One condition: the field, the operator, the value(s) parsed, and its
-    text as given (`op.value`, percent-decoded)."""
-    __slots__ = ("field", "typ", "op", "value", "text")
+    """One condition: the field, the operator, the value(s) parsed, its
+    text as given (`op.value`, percent-decoded) and its canonical text (the
+    server's `query` member says that)."""
+    __slots__ = ("field", "typ", "op", "value", "text", "canon")
 
     def __init__(self, field, typ, op, value, text):
         self.field, self.typ, self.op, self.value, self.text = field, typ, op, value, text
+        if op in ("is.null", "not.is.null"):
+            self.canon = op
+        elif op == "in":
+            self.canon = "in.(" + ",".join(canon_item(typ, x) for x in value) + ")"
+        else:
+            self.canon = f"{op}.{canon_value(typ, value)}"
 
     def test(self, v):
         op = self.op
@@ -190,9 +221,9 @@ class Spec:
             coll, conds, sort, desc, limit, fields, after
         if sort is not None:
             self.desc = sort[1]
-        order = [f for f, _ in QUERYABLE[coll]]
-        cs = sorted(conds, key=lambda c: order.index(c.field))
-        q = [f"{c.field}={c.text}" for c in cs]
+        # by field name (stable: one field's conditions in the order given)
+        cs = sorted(conds, key=lambda c: c.field)
+        q = [f"{c.field}={c.canon}" for c in cs]
         if sort is not None:
             q.append("sort=" + ("-" if sort[1] else "") + sort[0])
         elif desc:
@@ -504,7 +535,7 @@ def apply_change(sh, c):
 class QueryGen:
     """Random query reads against what the model (or a reader thread) knows."""
 
-    DOUGHS = ["plain", "chocolate", "cake", "yeast", "choc,chip", 'say "hi"', "Plain", "zz"]
+    DOUGHS = ["plain", "chocolate", "cake", "yeast", "choc,chip", 'say "hi"', "Plain", "zz", " plain", "cake ", "a\\b", "(x)", "two words"]
     GLAZES = ["sugar", "honey", "maple", "chocolate", "strawberry", "a"]
     TOPPINGS = ["sprinkles", "oats", "nuts", "zz"]
 
@@ -517,17 +548,24 @@ class QueryGen:
         rng = self.rng
         if typ == "integer":
             v = rng.choice(pool) if pool and rng.random() < 0.6 else rng.randint(0, 1001)
-            return str(v), int(v)
+            # now and then with leading zeros: the canonical query says `03` as `3`
+            text = ("0" * rng.randint(1, 2) + str(v)) if v >= 0 and rng.random() < 0.05 else str(v)
+            return text, int(v)
         if typ == "number":
             v = rng.choice(pool) if pool and rng.random() < 0.6 else rng.choice([rng.randint(40, 410), rng.randint(40, 410) + 0.5])
             r = rng.random()
             if isinstance(v, float) and v.is_integer():
                 v = int(v)
-            # now and then a number not as JSON writes it: the query's text says it as given
+            # now and then a number not as JSON writes it: the canonical
+            # query says it as the server's JSON writer does
             if r < 0.03 and isinstance(v, int):
                 text = f"{v}.0"
             elif r < 0.06 and isinstance(v, int) and v % 10 == 0:
                 text = f"{v // 10}e1"
+            elif r < 0.09 and isinstance(v, float):
+                text = f"{v}0"
+            elif r < 0.11:
+                text = f"{v / 100}e2" if rng.random() < 0.5 else f"{json.dumps(v)}E0"
             else:
                 text = json.dumps(v)
             return text, float(text)
