@@ -285,6 +285,20 @@ class Spec:
                 f"{'&fields=' + ','.join(self.fields) if self.fields is not None else ''}")
 
 
+def settled(log, seq):
+    """The seq a reader's copy stands at when a poll answered `seq`: `seq`
+    itself, or, when `seq` lies inside a transaction, the seq before that
+    transaction. A poll with `limit` stops before the first change of the
+    next transaction the observer hears, and a query's reader may hear
+    nothing of a write before its last change (the element coming or going
+    there): the cursor then lies inside the write, of which the reader has
+    heard nothing yet, and the copy is what a read before it showed."""
+    le = log.by_seq.get(seq) if seq is not None else None
+    if le is not None and log.txn_end.get(le.txn, seq) > seq:
+        return min(x.seq for x in log.txn_entries[le.txn]) - 1
+    return seq
+
+
 def elements_at(log, coll, seq=None):
     """(creation index, id, representation) of every element at `seq` (now without)."""
     out = []
@@ -327,6 +341,15 @@ class QueryRead:
         return qs
 
 
+def old_key(op, old):
+    """What a query change is matched by of its `old`: all of it for a set;
+    for a remove the element's id and the fields it shows (two shapes of
+    one query showing other fields are each said the remove)."""
+    if op == "remove" and isinstance(old, dict):
+        return {"id": old.get("id"), "fields": sorted(old)}
+    return old
+
+
 class QC:
     """A change a query shape's reader receives: its allowed seqs, its
     transaction, the change object, and the shapes that expect it."""
@@ -344,7 +367,8 @@ class QC:
         d["query"] = query
         self.d = d
         nq = norm_query(query)
-        self.key = ("q", self.seq, nq, op, path, jdump(old), jdump(new))
+        # a remove is known by its element's id: its `old` is compared apart (query-old)
+        self.key = ("q", self.seq, nq, op, path, jdump(old_key(op, old)), jdump(new))
         self.loose = ("q", self.seq, nq, op, path)
         self.shapes = {shape_key}
         self.optional = False
@@ -386,18 +410,27 @@ class QShape:
         return rep is not None and self.spec.match(rep) and self.inside(self.spec.key(rep, idx))
 
     def window_at(self, log, seq):
-        """What a fresh read of the query, restricted to the window, shows at `seq`."""
+        """What a fresh read of the query, restricted to the window, shows at
+        `seq` (before the transaction `seq` lies inside: see `settled`)."""
+        seq = settled(log, seq)
         return {i: select(rep, self.spec.fields) for idx, i, rep in elements_at(log, self.coll, seq) if self.holds(rep, idx)}
 
     def changes(self, log, txn):
         """The changes transaction `txn` makes this shape's reader receive:
-        each change of the log judged on its own, the element just before
-        it against the element just after it (a write's changes one by one,
-        as the server says them)."""
+        what the whole write does to each element it touches. An element
+        created or deleted is judged by its insert or remove on its own
+        (it comes in or leaves at that seq). For an element the write sets
+        fields of, its values before its first set (before the write, or
+        just after its insert in the same write) against its values after
+        the write: in both, each set of a shown field is said; coming in,
+        one insert of the element after the write, at the seq of its last
+        set; leaving, one remove of the element as it was, at that seq;
+        neither, nothing. A state half-way through a write is never said."""
         got = self.memo.get(txn)
         if got is not None:
             return got
         out = []
+        sets = collections.OrderedDict()     # creation index -> the element's sets in the write, in order
         for x in log.txn_entries[txn]:
             if x.seq <= self.frm:
                 continue
@@ -406,22 +439,39 @@ class QShape:
                     continue
                 idx = p[1]
                 i = log.order[self.coll][idx]
-                before = log.version(self.coll, i, x.seq - 1)
-                after = log.version(self.coll, i, x.seq)
-                b, a = self.holds(before, idx), self.holds(after, idx)
-                if b and not a:
-                    out.append(QC([x.seq], txn, self.coll, "remove", select(before, self.spec.fields), None, self.qs, self.key))
-                elif a and not b:
-                    out.append(QC([x.seq], txn, self.coll, "insert", None, select(after, self.spec.fields), self.qs, self.key))
-                elif a and b and x.op == "set":
+                if x.op == "set":
+                    sets.setdefault(idx, []).append(x)
+                elif x.op in ("insert", "remove") and x.path == self.coll:
+                    before = log.version(self.coll, i, x.seq - 1)
+                    after = log.version(self.coll, i, x.seq)
+                    b, a = self.holds(before, idx), self.holds(after, idx)
+                    if b and not a:
+                        out.append(QC([x.seq], txn, self.coll, "remove", select(before, self.spec.fields), None, self.qs, self.key))
+                    elif a and not b:
+                        out.append(QC([x.seq], txn, self.coll, "insert", None, select(after, self.spec.fields), self.qs, self.key))
+                break
+        end = log.txn_end[txn]
+        for idx, xs in sets.items():
+            i = log.order[self.coll][idx]
+            after = log.version(self.coll, i, end)
+            if after is None:
+                continue     # deleted by the same write: its remove says it
+            before = log.version(self.coll, i, xs[0].seq - 1)
+            b, a = self.holds(before, idx), self.holds(after, idx)
+            last = xs[-1]
+            if b and a:
+                for x in xs:
                     field = x.path[len(self.coll) + len(i) + 2:].split("/", 1)[0]
                     if self.fields is None or field in self.fields:
                         out.append(QC([x.seq], txn, x.path, "set", x.old, x.new, self.qs, self.key))
-                break
+            elif a:
+                out.append(QC([last.seq], txn, self.coll, "insert", None, select(after, self.spec.fields), self.qs, self.key))
+            elif b:
+                out.append(QC([last.seq], txn, self.coll, "remove", select(before, self.spec.fields), None, self.qs, self.key))
+        out.sort(key=lambda c: c.seq)
         # An insert then a remove of one element in one transaction leaves
         # the copy as it was (the contract: "no change that leaves the copy
-        # unchanged"); said change by change, as the server does, they are
-        # expected, and noted (Log.flipflops) for the report.
+        # unchanged"): noted (Log.flipflops) for the report.
         ins = {c.d["new"].get("id"): c for c in out if c.d["op"] == "insert"}
         for c in out:
             if c.d["op"] == "remove" and c.d["old"].get("id") in ins and ins[c.d["old"]["id"]].seq < c.seq:
@@ -724,7 +774,8 @@ def got_key(log, c, co=False):
         le = log.by_seq.get(c.get("seq"))
         if le is None:
             return None
-        return ("q", c.get("seq"), norm_query(c.get("query")), c.get("op"), c.get("path"), jdump(c.get("old")), jdump(c.get("new")))
+        return ("q", c.get("seq"), norm_query(c.get("query")), c.get("op"), c.get("path"), jdump(old_key(c.get("op"), c.get("old"))),
+                jdump(c.get("new")))
     return ("p", c.get("seq"), c.get("path")) if co else ("p", c.get("seq"))
 
 

@@ -1,7 +1,7 @@
 """Polls of the change feed, compared with what the log says each observer receives."""
 
 from ..model import advance_implied, coalesce, delivered, jdump, receives, short
-from ..queries import apply_change, coalesce_query, got_key, norm_query, query_expected, query_receives
+from ..queries import apply_change, coalesce_query, got_key, norm_query, query_expected, query_receives, settled
 
 
 class FeedChecks:
@@ -107,8 +107,11 @@ class FeedChecks:
         """The contract: nothing that leaves the copy unchanged. An insert
         of an element and its remove said to one query in one transaction
         leave it as it was (and the insert shows the element as no read
-        could: half-way through a write). Counted once per observer,
-        transaction, query and element, however often replayed."""
+        could: half-way through a write): query-noop. An element that moves
+        from one page of a query to another at one seq must be said removed
+        before it is inserted, else a client keeping one copy per query
+        loses it: query-order. Counted once per observer, transaction,
+        query and element, however often replayed."""
         ins = {}
         seen = self.__dict__.setdefault("noops", set())
         for c in changes:
@@ -151,6 +154,7 @@ class FeedChecks:
             matched.add(key)
             routes[id(c)] = w
             self.check_query_text(desc, c, w)
+            self.check_query_old(obs, desc, c, w)
             if s not in w.allowed:
                 self.report.fail("wrong-value", f"observer {obs.id}: {desc} answered {short(c)} at seq {s}; the model has it at "
                                                 f"{'one of ' if len(w.allowed) > 1 else ''}{list(w.allowed)}")
@@ -178,7 +182,23 @@ class FeedChecks:
             if (want, got) not in seen:
                 seen.add((want, got))
                 self.report.fail("query-text", f"{desc} answered {short(c)}: its query is {got!r}; the canonical text "
-                                               f"(conditions by field, values as given) is {want!r}")
+                                               f"(conditions by field name, values written canonically) is {want!r}")
+
+    def check_query_old(self, obs, desc, c, w):
+        """A remove's `old` must be the element as it was before the write
+        (its fields shown), the element the reader's copy held (counted
+        once per seq and query)."""
+        if c.get("op") != "remove" or jdump(c.get("old")) == jdump(w.d.get("old")):
+            return
+        seen = self.__dict__.setdefault("query_olds", set())
+        k = (c.get("seq"), w.d["query"])
+        if k in seen:
+            return
+        seen.add(k)
+        le = self.log.by_seq.get(c.get("seq"))
+        txn = [short(x.json(), 160) for x in self.log.txn_entries[le.txn]][:6] if le is not None else []
+        self.report.fail("query-old", f"observer {obs.id}: {desc} answered {short(c, 600)}; the element as it was before the write "
+                                      f"is {short(w.d.get('old'), 600)}; the write: {txn}")
 
     def apply_copies(self, obs, desc, since, cursor, changes, routes, co=False):
         """Each query shape's copy, with the changes delivered to it applied,
@@ -216,7 +236,7 @@ class FeedChecks:
                 self.report.fail("query-copy", f"observer {obs.id}: {sh.describe()}: after {desc} ({n} change(s) applied) the copy "
                                                f"lacks {gone[:4]}, has {extra[:4]} too, differs in "
                                                f"{[(short(sh.copy[i], 120), short(want[i], 120)) for i in diff[:3]]}; "
-                                               f"a fresh read at {cursor} shows {short(list(want.values()), 400)}; the copy was "
+                                               f"a fresh read at {settled(self.log, cursor)} shows {short(list(want.values()), 400)}; the copy was "
                                                f"{short(list(before.values()), 300)} at {cur0}; applied {short(applied, 400)}")
                 sh.copy = want
 

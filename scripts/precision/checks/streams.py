@@ -4,7 +4,7 @@ import json
 import time
 
 from ..model import advance_implied, delivered, jdump, receives, short
-from ..queries import PW, query_expected, query_receives, same_list
+from ..queries import PW, got_key, query_expected, query_receives, same_list
 from ..transport import StreamReader, sr_cursor
 
 
@@ -109,6 +109,12 @@ class StreamChecks:
                 ws = {e.seq for e in es}
                 cat = "wrong-value" if gs == ws else ("missed" if gs < ws else "stream")
                 self.report.fail(cat, f"{desc}: event {i} holds {short(parsed[i], 300)}; expected one transaction {short(want, 300)}")
+            else:
+                # a query's remove is matched by its element's id; its old is compared apart
+                wk = {e.key: e for e in es if e.key[0] == "q"}
+                for c in parsed[i]:
+                    if isinstance(c, dict) and "query" in c and got_key(self.log, c) in wk:
+                        self.check_query_old(obs, desc, c, wk[got_key(self.log, c)])
         for i, got in enumerate(parsed):
             if i in used or got is None:
                 continue
