@@ -108,24 +108,33 @@ What each answer is checked for
   follow with the same conditions, sort, limit and fields, and is followed
   (its `after` token). Malformed queries (no such field, a field not
   queryable, an unknown operator, a value of the wrong type, a malformed
-  `in` list or sort, `order` with `sort`, a bad `after` token) are 400
+  `in` list or sort, a repeated sort, `order` with `sort`, a bad `after`
+  token) are 400
   problem+json naming the field, and track nothing. Every poll answer is
   compared with the query changes the model predicts (missed, spurious,
-  repeated, wrong-value as for other changes; an insert or remove that a
-  transaction's sets caused may carry the seq of any of them); after each
+  repeated, wrong-value as for other changes), judged per write: an
+  element the write sets fields of is said, to each query, one insert (the
+  element after the write) or one remove (the element before it) at its
+  last change in the write when it comes or goes, each set of a shown field
+  when it stays, nothing otherwise (a job completing is one remove for
+  `isComplete=eq.false`, one insert for `isComplete=eq.true`); after each
   poll each copy the answer moves must equal the model's fresh read of the
-  query over the window at the answer's cursor (*query-copy*), and at the
+  query over the window at the answer's cursor, or just before the write
+  the cursor lies inside (*query-copy*), and at the
   end and after restarts some observers are caught up and their copies
   compared with a fresh read from the server, restricted to the window.
   `GET /observers/{id}` lists each query shape (collection, fields, query).
-  Three counts hold the server to the contract where a copy alone would
-  not notice: *query-text* (the `query` member is not the canonical text,
-  values as given; once per pair of texts), *query-noop* (an insert and a
-  remove of one element said to one query in one transaction: the copy is
-  left as it was, and the insert showed the element half-way through a
-  write), *query-order* (an element leaving one page of a query for
-  another page of the same query: the insert said before the remove at one
-  seq, so a client keeping one copy per query loses it).
+  Four counts hold the server to the contract where a copy alone would
+  not notice: *query-text* (the `query` member is not the canonical text:
+  conditions by field name, values written canonically, `in` items quoted
+  only where they must be; once per pair of texts), *query-old* (a
+  remove's `old` is not the element as it was before the write; once per
+  seq and query), *query-noop* (an insert and a remove of one element said
+  to one query in one transaction: the copy is left as it was, and the
+  insert showed the element half-way through a write), *query-order* (an
+  element leaving one page of a query for another page of the same query:
+  the insert said before the remove at one seq, so a client keeping one
+  copy per query loses it).
   `--no-queries` leaves them out (a server without §3d).
 * Writes of every kind, valid, no-op and refused (400/404/412/422): status,
   answer body, and exactly the predicted changes in the log (a refused or
@@ -207,8 +216,7 @@ server honours (drop-implied-reads, forget-cursor, wake-every-poll,
 ignore-shape-fields, narrow-page-window, query-misses-remove: a write that
 moves an element out of a query's filter delivers no remove; the faults of
 plain reads without query reads, the mix they were tuned with), prints which
-checks caught each (query-text, query-noop and query-order do not count),
-and exits 1 if one goes unnoticed.
+checks caught each, and exits 1 if one goes unnoticed.
 
 Output: each failure with the observer, the reads that matter, the request
 and the change; then a table of counts. Exit 1 if any count is non-zero.

@@ -14,26 +14,40 @@ K = (null?, value, creation index) for a sorted read (the creation index
 stands for the position: both grow with creation), K = (creation index,)
 without `sort`. Ascending from just past the `after` element (open when
 the read had no `after`) to the last element shown (open when no Link
-came); descending the mirror image. Each change of the log that lands on an
-element of the collection (its insert, its remove, a set of one of its
-properties, a card's included) is, for each query shape read before it,
-judged on its own, the element just before the change against the element
-just after it (the log's versions are per change):
-  in before, out after  -> remove (old: the element as it was, fields shown)
-  out before, in after  -> insert (new: the element after it, fields shown)
-  in both               -> the set itself, if it is of a shown field
-  out both              -> nothing,
-at the change's seq, with the canonical query in `query`. So a write that
-changes a shown field and then one a condition looks at says a set and a
-remove; the copy, with them applied, equals a fresh read after every
-change, and so after every transaction, which is what a poll sees.
+came); descending the mirror image. What a write does to a shape's copy
+is judged per element, from the whole write (the server keeps, with each
+change, the element's queryable values before the write and after it):
+  an element created or deleted: its insert or its remove, judged on its
+    own (inserted into the window: insert; removed from it: remove);
+  an element whose fields the write sets, its values before its first set
+  against its values after the write:
+    in before, out after  -> one remove (old: the element as it was before
+                             the write, fields shown) at its last set's seq
+    out before, in after  -> one insert (new: the element after the write,
+                             fields shown) at its last set's seq
+    in both               -> each set of a shown field, at its seq
+    out both              -> nothing,
+with the canonical query in `query`. So a job completing (progress and
+isComplete set in one write) is one remove for `isComplete=eq.false` and
+one insert for `isComplete=eq.true`; the copy, with them applied, equals a
+fresh read after every transaction, which is what a poll sees. A poll with
+`limit` may answer a cursor inside a write of which the reader heard
+nothing yet (its insert or remove comes at the write's last change): the
+copy then stands before the write (`settled`).
 
-The canonical query: the conditions by field (the model's declared order,
-which is alphabetical here), each field's in the order given, their values
-as given; then `sort=[-]field`, or `order=desc` for a descending read
-without sort. Changes are matched by what their query means (values of
-their type: `in.("a",b)` is `in.(a,b)`, `1e1` is `10`); a text other than
-the canonical one is counted once per pair as `query-text`."""
+The canonical query: the conditions by field name (each field's in the
+order given), each `field=op.value` with its value written canonically
+(a text as is; a number as the server's JSON writer writes it, so `1e1` is
+`10`, `100.0` is `100`, `100.50` is `100.5`; an integer without leading
+zeros; true/false; `in.(…)` items quoted only when empty, with a space at
+either end, or holding one of `,()"\\`, with `\\` before `"` and `\\`); then
+`sort=[-]field`, or `order=desc` for a descending read without sort.
+Changes are matched by what their query means (values of their type:
+`in.("a",b)` is `in.(a,b)`, `1e1` is `10`); a text other than the
+canonical one is counted once per pair as `query-text`. A remove is
+matched by its element's id and the fields it shows; its `old` other than
+the element as it was before the write is counted once per seq and query
+as `query-old`."""
 
 import bisect
 import collections
