@@ -64,6 +64,23 @@ What the model holds
   no longer deliver what was forgotten. The implicit cursor is the cursor
   last answered to the observer by any poll, with or without `since`.
 
+* Per observer, every *query shape* it read (SPEC §3d, precision/queries.py):
+  a filtered or sorted read of a top-level collection (orders by donutId
+  and quantity, donuts by dough, glaze and topping, posts by height, jobs
+  by isComplete, games by isOver) is the collection, its conditions, its
+  sort, the fields shown and the window, a range of sort keys (value,
+  creation index) fixed at the read: from just past the `after` element
+  (open without `after`) to the last element shown (open without a
+  Link); descending the mirror image. The log keeps every version of every
+  element, so what a transaction does to a query shape is known for any
+  range a poll asks: an element in the shape before the transaction and
+  not after is a `remove` (old: as it was, fields shown), the reverse an
+  `insert` (new: as it is), in both each `set` of a shown field; each
+  carries the canonical query in `query`. Changes that reach the observer
+  through plain reads carry no `query`. Each query shape also keeps the
+  reader's *copy*: the elements the read showed, with every delivered
+  change carrying its query applied.
+
 What each answer is checked for
 -------------------------------
 * Reads (every resource, with and without `fields=`, with and without an
@@ -83,6 +100,42 @@ What each answer is checked for
   `after`, `order` (and `orders.limit` …) are 400. Deletes often take the
   newest or oldest element, so inserts and removes land inside and outside
   windows.
+* Query reads: random conditions on every queryable field (eq, neq, lt,
+  lte, gt, gte, in with quoted items, is.null, not.is.null; several; a
+  field repeated for a range; values percent-encoded wholly or in part),
+  a random sort either way or none (`order=desc` then), `limit` or none,
+  `fields=`; the body is the model's, the Link comes exactly when more
+  follow with the same conditions, sort, limit and fields, and is followed
+  (its `after` token). Malformed queries (no such field, a field not
+  queryable, an unknown operator, a value of the wrong type, a malformed
+  `in` list or sort, a repeated sort, `order` with `sort`, a bad `after`
+  token) are 400
+  problem+json naming the field, and track nothing. Every poll answer is
+  compared with the query changes the model predicts (missed, spurious,
+  repeated, wrong-value as for other changes), judged per write: an
+  element the write sets fields of is said, to each query, one insert (the
+  element after the write) or one remove (the element before it) at its
+  last change in the write when it comes or goes, each set of a shown field
+  when it stays, nothing otherwise (a job completing is one remove for
+  `isComplete=eq.false`, one insert for `isComplete=eq.true`); after each
+  poll each copy the answer moves must equal the model's fresh read of the
+  query over the window at the answer's cursor, or just before the write
+  the cursor lies inside (*query-copy*), and at the
+  end and after restarts some observers are caught up and their copies
+  compared with a fresh read from the server, restricted to the window.
+  `GET /observers/{id}` lists each query shape (collection, fields, query).
+  Four counts hold the server to the contract where a copy alone would
+  not notice: *query-text* (the `query` member is not the canonical text:
+  conditions by field name, values written canonically, `in` items quoted
+  only where they must be; once per pair of texts), *query-old* (a
+  remove's `old` is not the element as it was before the write; once per
+  seq and query), *query-noop* (an insert and a remove of one element said
+  to one query in one transaction: the copy is left as it was, and the
+  insert showed the element half-way through a write), *query-order* (an
+  element leaving one page of a query for another page of the same query:
+  the insert said before the remove at one seq, so a client keeping one
+  copy per query loses it).
+  `--no-queries` leaves them out (a server without §3d).
 * Writes of every kind, valid, no-op and refused (400/404/412/422): status,
   answer body, and exactly the predicted changes in the log (a refused or
   no-op write commits nothing).
@@ -144,7 +197,8 @@ Modes
   and records every read (keys and shapes from the answer, from its cursor),
   every page it reads (limit, order, after from its own pool of Links,
   fields; the window is computed from the log's creation order once the run
-  is over) and every poll; once the run is over, every poll answer is checked against the log
+  is over), every query read (its body and Link checked against the log's
+  versions at its cursor, its window the keys then) and every poll; once the run is over, every poll answer is checked against the log
   as in sequential mode, and every long-poll that answered empty before its
   timeout is an early wake. Restarts pause every thread first (no write in
   flight), then check the cursors of every observer as above; kill -9 in the
@@ -159,8 +213,10 @@ Modes
 `--planted-faults` runs a short sequential run (cluster for the cursor fault
 when PostgreSQL is at hand) for each value of OBSERVABLE_PLANTED_FAULT the
 server honours (drop-implied-reads, forget-cursor, wake-every-poll,
-ignore-shape-fields, narrow-page-window), prints which checks caught each,
-and exits 1 if one goes unnoticed.
+ignore-shape-fields, narrow-page-window, query-misses-remove: a write that
+moves an element out of a query's filter delivers no remove; the faults of
+plain reads without query reads, the mix they were tuned with), prints which
+checks caught each, and exits 1 if one goes unnoticed.
 
 Output: each failure with the observer, the reads that matter, the request
 and the change; then a table of counts. Exit 1 if any count is non-zero.

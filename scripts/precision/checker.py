@@ -5,13 +5,14 @@ import random
 import time
 
 from harness import Client, ConnectionLost
-from .checks import FeedChecks, LongPollChecks, ObserverChecks, ReadChecks, RestartChecks, StreamChecks, WriteChecks
+from .checks import FeedChecks, LongPollChecks, ObserverChecks, QueryChecks, ReadChecks, RestartChecks, StreamChecks, WriteChecks
 from .model import Log, State, jdump, short
 from .operations import Reads, Writes
+from .queries import QueryGen
 from .transport import Transport
 
 
-class Checker(Transport, WriteChecks, ReadChecks, FeedChecks, ObserverChecks, LongPollChecks, StreamChecks,
+class Checker(Transport, WriteChecks, ReadChecks, QueryChecks, FeedChecks, ObserverChecks, LongPollChecks, StreamChecks,
               RestartChecks):
     """A run: random operations from the seed, each checked by its part
     (precision/checks), restarts at even intervals, then the end checks."""
@@ -33,6 +34,9 @@ class Checker(Transport, WriteChecks, ReadChecks, FeedChecks, ObserverChecks, Lo
         self.pos_sorted = collections.defaultdict(list)  # collection -> [(creation index, position)]
         self.writes = Writes(self)
         self.reads = Reads(self)
+        self.qgen = QueryGen(self.rng)
+        self.tokens = {}                                 # (collection, sort field, desc) -> [(after token, key)] the Links gave
+        self.queries = getattr(args, "queries", True)
         self.seer = None
         self.stats = collections.Counter()
         self.longpoll_budget = args.longpolls
@@ -94,6 +98,11 @@ class Checker(Transport, WriteChecks, ReadChecks, FeedChecks, ObserverChecks, Lo
             (0.004, lambda: self.do_displace(obs)),
             (0.006, lambda: self.do_stream(obs)),
         ]
+        if self.queries:
+            table += [
+                (0.09, lambda: self.do_query_read(obs if self.rng.random() < 0.9 else None)),
+                (0.006, lambda: self.do_bad_query(obs)),
+            ]
         acc = 0
         total = sum(w for w, _ in table)
         r *= total
@@ -128,6 +137,7 @@ class Checker(Transport, WriteChecks, ReadChecks, FeedChecks, ObserverChecks, Lo
 
     def finish(self):
         self.check_everything("at the end")
+        self.check_copies("at the end")
         # Replays: the whole range from each observer's creation, for a sample.
         sample = self.rng.sample(self.observers, min(len(self.observers), 40))
         for obs in sample:
@@ -143,4 +153,8 @@ class Checker(Transport, WriteChecks, ReadChecks, FeedChecks, ObserverChecks, Lo
         print("operations: " + ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()) if not k.startswith("write:")), flush=True)
         print(f"figures: {self.stats['ops']} operations, {self.all_ids} observers, {self.stats['poll']} polls checked, "
               f"{self.stats['delivered']} changes delivered, {self.stats['page']} pages read, {self.stats['shape']} shapes tracked", flush=True)
+        if self.log.flipflops:
+            q, a, b = self.log.flipflops[0]
+            print(f"note: {len(self.log.flipflops)} times a query shape was said an insert and a remove of one element in one "
+                  f"transaction (its copy unchanged), e.g. {q}: {short(a, 200)} then {short(b, 200)}", flush=True)
         print("writes: " + ", ".join(f"{k[6:]} {v}" for k, v in sorted(self.stats.items()) if k.startswith("write:")), flush=True)

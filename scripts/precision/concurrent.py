@@ -1,6 +1,7 @@
 """Concurrent mode: writers own their objects; the log is the oracle."""
 
 import collections
+import copy
 import json
 import random
 import threading
@@ -11,6 +12,7 @@ from harness import Client, ConnectionLost
 from .checker import Checker
 from .model import Observer, State, jdump, short
 from .operations import COLLS, Plan, Writes, parse_links
+from .queries import NAMES, QUERYABLE, QueryGen, parse_query_link, pools_from
 from .transport import stop_server
 from .verdict import ConcurrentVerdict
 
@@ -278,6 +280,9 @@ class ConcurrentChecker(ConcurrentVerdict, Checker):
         mine = []
         pool = collections.defaultdict(dict)   # collection -> {position: element id}, from the Links
         seen = 0   # newest cursor this thread has seen: a lower bound for "newest before"
+        qshare = 0.12 if self.queries else 0
+        qgen = QueryGen(rng)
+        pools = {coll: pools_from(self.log, coll) for coll in QUERYABLE}   # the seed's values
         while not self.stop:
             self.checkpoint()
             if self.stop:
@@ -303,7 +308,7 @@ class ConcurrentChecker(ConcurrentVerdict, Checker):
                     mine.append((o, ev))
                     continue
                 o, ev = rng.choice(mine)
-                r = rng.random()
+                r = rng.random() * (1 + qshare)
                 if r < 0.4:
                     url = rng.choice(["/truck", "/truck?fields=name,orderCount", "/truck?fields=donuts", "/truck/donuts",
                                       "/truck/donuts?fields=name", "/truck/donuts?fields=id", "/truck/orders", "/truck/orderCount",
@@ -347,7 +352,9 @@ class ConcurrentChecker(ConcurrentVerdict, Checker):
                     with self.lock:
                         self.pages_read += 1
                     ev.append(("page", cur, coll, fields, after[1] if after else None, desc, limit, ids, last, url))
-                elif r < 0.93:
+                elif r < 0.55 + qshare:
+                    self.reader_query(c, rng, qgen, pools, o, ev)
+                elif r < 0.93 + qshare:
                     q = []
                     kind = rng.random()
                     if kind < 0.5:
@@ -379,7 +386,7 @@ class ConcurrentChecker(ConcurrentVerdict, Checker):
                     ev.append(("poll", url, eff, limit or 100, co, ans, seen, since is None))
                     o.answered(ans["cursor"])
                     seen = max(seen, ans["cursor"])
-                elif r < 0.97:
+                elif r < 0.97 + qshare:
                     status, _, body = c.request("GET", f"/observers/{o.id}")
                     if status != 200 or body.get("cursor") != o.implicit:
                         self.report.fail("wrong-cursor", f"observer {o.id}: GET /observers/{o.id} answered {status} cursor "
@@ -395,6 +402,33 @@ class ConcurrentChecker(ConcurrentVerdict, Checker):
             except ConnectionLost as e:
                 self.report.fail("crash", f"reader {rid}: {e}")
         c.close()
+
+    def reader_query(self, c, rng, qgen, pools, o, ev):
+        """A query read, its Link followed now and then: recorded with its
+        cursor; its window and body are checked against the log once the
+        run is over (precision/verdict.py)."""
+        coll = rng.choice(list(QUERYABLE))
+        spec = qgen.spec(coll, pools[coll])
+        url = spec.url(rng)
+        prev = None
+        for hop in range(3):
+            status, h, body = c.request("GET", url, headers={"Observer": o.id})
+            name = NAMES[coll]
+            if status != 200 or not isinstance(body, dict) or not isinstance(body.get(name), list):
+                self.report.fail("wrong-status", f"GET {url} -H 'Observer: {o.id}' ({spec.describe()}) answered {status} {short(body)}")
+                return
+            cur = int(h.get("observation-cursor", -1))
+            link = parse_query_link(h.get("link"))
+            with self.lock:
+                self.stats["query-read"] += 1
+            ev.append(("qread", cur, spec, body[name], link, url, prev))
+            if link is None or not body[name] or rng.random() < 0.4:
+                return
+            token = dict(link[1]).get("after")
+            prev = (cur, body[name][-1].get("id"))
+            spec = copy.copy(spec)
+            spec.after = (token, None)
+            url = link[2]
 
     # -- restarts with every thread paused
     def restart_paused(self, how, threads):

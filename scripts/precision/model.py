@@ -176,6 +176,11 @@ class Log:
         self.idx = {}                                 # (collection, id) -> creation index
         self.made = {}                                # (collection, id) -> insert seq (0: seed)
         self.by_coll = collections.defaultdict(list)  # collection -> [entry with a place in it]
+        # Every version of every element of the top-level collections, as the
+        # server answers it (None once removed): what a query read of any
+        # seq sees (precision/queries.py).
+        self.versions = {}                            # (collection, id) -> ([seq], [representation or None])
+        self.flipflops = []                           # (query, insert, remove) said in one transaction (queries.py)
 
     def register(self, coll, i, seq):
         if (coll, i) not in self.idx:
@@ -184,14 +189,68 @@ class Log:
             self.made[(coll, i)] = seq
 
     def seed(self, st):
-        """The elements there before the run, in creation order."""
+        """The elements there before the run, in creation order (again after
+        a resync: the versions then are the state re-read)."""
+        reps = {"/truck/donuts": st.donut, "/truck/orders": st.order, "/posts": st.post, "/jobs": st.job, "/games": st.game}
         for coll, d in (("/truck/donuts", st.donuts), ("/truck/orders", st.orders), ("/posts", st.posts),
                         ("/jobs", st.jobs), ("/games", st.games)):
             for i in d:
                 self.register(coll, i, 0)
+                self.set_version(coll, i, self.newest, reps[coll](i))
+            for i in self.order[coll]:
+                if i not in d and self.version(coll, i) is not None:
+                    self.set_version(coll, i, self.newest, None)
         for g, game in st.games.items():
             for c in game["cards"]:
                 self.register(f"/games/{g}/cards", c["id"], 0)
+
+    def set_version(self, coll, i, seq, rep):
+        v = self.versions.get((coll, i))
+        if v is None:
+            v = self.versions[(coll, i)] = ([], [])
+        if v[0] and v[0][-1] == seq:
+            v[1][-1] = rep
+        else:
+            v[0].append(seq)
+            v[1].append(rep)
+
+    def version(self, coll, i, seq=None):
+        """The element as it was at `seq` (the newest without), None where it was not."""
+        v = self.versions.get((coll, i))
+        if v is None:
+            return None
+        if seq is None:
+            return v[1][-1]
+        k = bisect.bisect_right(v[0], seq)
+        return v[1][k - 1] if k else None
+
+    def apply_version(self, e):
+        """The element's new version after a change (insert, remove, or set
+        of one of its properties, a card of a game included)."""
+        if e.op == "insert":
+            if e.path in REMOVABLE and isinstance(e.new, dict) and "id" in e.new:
+                self.set_version(e.path, e.new["id"], e.seq, json.loads(jdump(e.new)))
+            return
+        if e.op == "remove":
+            if e.path in REMOVABLE and isinstance(e.old, dict) and "id" in e.old:
+                self.set_version(e.path, e.old["id"], e.seq, None)
+            return
+        ep = elem_prefix(e.path)
+        if ep is None:
+            return
+        coll, i = ep.rsplit("/", 1)
+        cur = self.version(coll, i)
+        if cur is None:
+            return
+        rep = json.loads(jdump(cur))
+        rest = e.path[len(ep) + 1:].split("/")
+        if len(rest) == 1:
+            rep[rest[0]] = e.new
+        elif len(rest) == 3 and rest[0] == "cards":
+            for c in rep.get("cards") or ():
+                if c.get("id") == rest[1]:
+                    c[rest[2]] = e.new
+        self.set_version(coll, i, e.seq, rep)
 
     def place(self, coll, i, field):
         k = (coll, i)
@@ -237,6 +296,7 @@ class Log:
         if self.seqs and e.seq <= self.seqs[-1]:
             raise ValueError(f"log out of order: {e.seq} after {self.seqs[-1]}")
         e.places = self.places_of(e.path, e.op, e.old, e.new, e.seq)
+        self.apply_version(e)
         for c in {p[0] for p in e.places}:
             self.by_coll[c].append(e)
         self.entries.append(e)
@@ -262,6 +322,7 @@ class Observer:
         self.elem_from = {}       # element prefix -> min from seq of its properties
         self.shapes = {}          # shape key -> MShape (collection reads: whole, pages, a game's cards)
         self.shapes_by_coll = collections.defaultdict(list)
+        self.qshapes = {}         # query shape key -> QShape (precision/queries.py): filtered or sorted reads
         self.implicit = cursor    # None when unknown (after a stream)
         self.creation = cursor
         self.ins_ptr = 0          # index into log.inserts processed for implied reads
@@ -302,11 +363,23 @@ class Observer:
             if cur is None or sh.frm < cur:
                 self.elem_from[e] = sh.frm
 
+    def track_qshape(self, qs):
+        """A query read: kept once per key (the older seq), its copy the newest read's."""
+        old = self.qshapes.get(qs.key)
+        if old is None:
+            self.qshapes[qs.key] = qs
+            return qs
+        old.copy, old.copy_cur = qs.copy, qs.copy_cur
+        if qs.frm < old.frm:
+            old.frm = qs.frm
+        return old
+
     def forget(self):
         self.reads.clear()
         self.elem_from.clear()
         self.shapes.clear()
         self.shapes_by_coll.clear()
+        self.qshapes.clear()
 
     def prune_history(self):
         """Keeps the cursors answered in the last 5 s and the last one before

@@ -6,7 +6,8 @@ import threading
 CATEGORIES = [
     "missed", "spurious", "repeated", "wrong-value", "out-of-order",
     "split-transaction", "lost-write", "wrong-state", "wrong-reads",
-    "wrong-cursor", "wrong-status", "late-wake", "early-wake", "stream", "crash",
+    "wrong-cursor", "wrong-status", "late-wake", "early-wake", "stream", "query-copy", "query-text", "query-old", "query-noop",
+    "query-order", "crash",
 ]
 
 

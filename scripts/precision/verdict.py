@@ -3,6 +3,7 @@ told, against every acknowledged write and every recorded poll."""
 
 import collections
 
+from .queries import QueryRead, check_link
 from .model import DONUT_FIELDS, DOT_FIELDS, INF, Entry, Log, MShape, Observer, State, advance_implied, jdump, short
 
 # Paths every writer sets: each value written is unique, so the log tells whose write it was.
@@ -126,6 +127,11 @@ class ConcurrentVerdict:
                     if sh is not None:
                         m.track_shape(sh)
                         self.stats["shape"] += 1
+                elif e[0] == "qread":
+                    qr = self.query_shape(log, e)
+                    if qr is not None:
+                        m.track_qshape(qr.shape(e[1]))
+                        self.stats["query-shape"] += 1
                 elif e[0] == "forget":
                     advance_implied(m, log, m.cursors[-1])
                     m.forget()
@@ -140,6 +146,32 @@ class ConcurrentVerdict:
         self.stats["page"] = pages
         print(f"figures: {self.ops_done} operations, {len(self.reader_obs)} observers, {polls} polls checked, "
               f"{self.stats['delivered']} changes delivered, {pages} pages read, {self.stats['shape']} shapes tracked", flush=True)
+        print(f"queries: {self.stats['query-read']} query reads, {self.stats['query-shape']} query shapes, "
+              f"{self.stats['query-delivered']} query changes delivered, {self.stats['query-copy-checked']} copies checked", flush=True)
+
+    def query_shape(self, log, e):
+        """A query read of the run as the log says it was at its cursor: the
+        body and the Link checked; its window from the elements' keys then
+        (the after bound from the previous page's last element, at that
+        page's cursor)."""
+        _, cur, spec, elems, link, url, prev = e
+        if prev is not None:
+            pcur, pid = prev
+            idx = log.idx.get((spec.coll, pid))
+            rep = log.version(spec.coll, pid, pcur) if idx is not None else None
+            if rep is None:
+                self.report.fail("wrong-state", f"GET {url}: the page before ended with {spec.coll}/{pid}, which the log does not hold at {pcur}")
+                return None
+            spec.after = (spec.after[0], spec.key(rep, idx))
+        qr = QueryRead(log, spec, cur)
+        if jdump(elems) != jdump(qr.elems):
+            self.report.fail("wrong-state", f"GET {url} ({spec.describe()}) at cursor {cur} answered {short(elems, 400)}; "
+                                            f"the log says {short(qr.elems, 400)}")
+            return None
+        problem = check_link(spec, qr, link)
+        if problem:
+            self.report.fail("wrong-state", f"GET {url} ({spec.describe()}) at cursor {cur}: {problem}")
+        return qr
 
     def page_shape(self, log, cur, coll, fields, after, desc, limit, ids, last, url):
         """The shape a page read in the run makes, its window from the

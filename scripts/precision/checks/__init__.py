@@ -6,9 +6,10 @@ transport (`req`, `instances`)."""
 from .feed import FeedChecks
 from .longpolls import LongPollChecks
 from .observers import ObserverChecks
+from .queries import QueryChecks
 from .reads import ReadChecks
 from .restarts import RestartChecks
 from .streams import StreamChecks
 from .writes import WriteChecks
 
-__all__ = ["FeedChecks", "LongPollChecks", "ObserverChecks", "ReadChecks", "RestartChecks", "StreamChecks", "WriteChecks"]
+__all__ = ["FeedChecks", "LongPollChecks", "ObserverChecks", "QueryChecks", "ReadChecks", "RestartChecks", "StreamChecks", "WriteChecks"]

@@ -24,9 +24,12 @@ class LongPollChecks:
     def would_wake(self, obs, plan):
         advance_implied(obs, self.log)
         log = self.log
+        qcolls = {q.coll for q in obs.qshapes.values()}
         for path, op, elem in plan.touch:
             if path == "?":
                 return None
+            if any(path == c or path.startswith(c + "/") for c in qcolls):
+                return None   # whether a write moves an element in or out of a query: left to the polls
             if path in obs.reads:
                 return True
             if op == "remove" and elem in obs.elem_from:

@@ -4,6 +4,7 @@ import collections
 import time
 
 from ..model import DONUT_FIELDS, INF, Observer, advance_implied, elem_prefix, short
+from ..queries import norm_query
 
 
 class ObserverChecks:
@@ -71,8 +72,10 @@ class ObserverChecks:
         gs = set(got)
         want = set(obs.reads)
         colls = {sh.coll for sh in obs.shapes.values()}
+        # a query shape's collection, and what it covers, may be listed (the contract does not say)
+        allowed = colls | {q.coll for q in obs.qshapes.values()}
         missing = sorted((want | colls) - gs)
-        extra = sorted(p for p in gs - want - colls if not any(p.startswith(c + "/") for c in colls))
+        extra = sorted(p for p in gs - want - allowed if not any(p.startswith(c + "/") for c in allowed))
         # What the shapes of top-level collections cover now: each shown
         # field of each element in the window (every field of one made after
         # the read), while the listing is under its bound.
@@ -110,10 +113,21 @@ class ObserverChecks:
                 if e is not None:
                     obs.elem_from[e] = min(obs.elem_from.get(e, INF), sh.frm)
         gsh = collections.Counter()
+        gq = collections.Counter()
         for x in body.get("shapes") or []:
             if isinstance(x, dict):
                 f = x.get("fields")
+                if x.get("query") is not None:
+                    # a query shape: its window's bounds are tokens (or positions), not compared
+                    gq[(x.get("collection"), None if f is None else tuple(sorted(f)), norm_query(x.get("query")))] += 1
+                    continue
                 gsh[(x.get("collection"), None if f is None else tuple(f), x.get("from"), x.get("through"))] += 1
+        wq = collections.Counter(q.listing()[:2] + (q.nq,) for q in obs.qshapes.values())
+        if gq != wq:
+            self.report.fail("wrong-reads", f"observer {obs.id}: GET /observers/{obs.id} lists {sum(gq.values())} query shapes, the model "
+                                            f"{sum(wq.values())}: missing {list((wq - gq).elements())[:4]}, "
+                                            f"extra {list((gq - wq).elements())[:4]}; model: {[q.describe() for q in obs.qshapes.values()][:4]}; "
+                                            f"before: {list(obs.trail)}")
         wsh = collections.Counter(sh.listing() for sh in obs.shapes.values())
         if gsh != wsh:
             self.report.fail("wrong-reads", f"observer {obs.id}: GET /observers/{obs.id} lists {sum(gsh.values())} shapes, the model "

@@ -20,8 +20,9 @@ class RestartChecks:
         inst.start()
         self.clients[k].close()
         self.clients[k] = Client(inst.port)
-        self.check_everything(f"after the {'SIGTERM' if how == 'term' else 'kill -9'} restart of {inst.name}",
-                              kill_time=t_kill if how == "kill" else None)
+        context = f"after the {'SIGTERM' if how == 'term' else 'kill -9'} restart of {inst.name}"
+        self.check_everything(context, kill_time=t_kill if how == "kill" else None)
+        self.check_copies(context, sample=15)
 
     def check_state(self, context):
         bad = False
