@@ -107,6 +107,14 @@ INT64_MAX = 2**63 - 1
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
+    # A sorted list read takes no `order` (the sort says the direction) and
+    # its `after` is the opaque cursor of a Link, not a position: parameter
+    # dependencies OpenAPI cannot state. Each alone is described and tried.
+    if case.operation.method.upper() == "GET" and case.query and "sort" in case.query:
+        query = dict(case.query)
+        query.pop("order", None)
+        query.pop("after", None)
+        case.query = query
     if case.operation.path != FEED:
         return
     # A stream of events never ends by itself: Schemathesis reads whole

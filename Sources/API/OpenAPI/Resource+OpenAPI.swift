@@ -238,9 +238,19 @@ extension Resource {
                 + " its reader hears the `insert` of \(article == "n" ? "an" : "a") \(elementName) that comes to match and falls in its window,"
                 + " the `remove` of one that stops matching or leaves it, and a `set` of a shown field of one that stays, each with"
                 + " `query` naming the read. A field that is not queryable is `400`."))
+            // What the server takes, exactly: a value of the field's kind
+            // after a comparison, a list of them in `in.(…)`, or a null test.
+            let value: String
+            switch field.kind {
+            case .text: value = #"([^,()"\\]*|"([^"\\]|\\[\s\S])*")"#
+            case .integer: value = "-?[0-9]{1,18}"
+            case .number: value = #"-?(0|[1-9][0-9]{0,14})(\.[0-9]{1,10})?"#
+            case .boolean: value = "(true|false)"
+            }
+            let single = field.kind == .text ? #"[\s\S]*"# : value
             yaml.line(5, "schema:")
             yaml.line(6, "type: string")
-            yaml.line(6, "pattern: '^(eq|neq|lt|lte|gt|gte)\\..*$|^in\\.\\(.*\\)$|^(not\\.)?is\\.null$'")
+            yaml.line(6, "pattern: '^((eq|neq|lt|lte|gt|gte)\\.\(single)|in\\.\\(\(value)(,\(value))*\\)|(not\\.)?is\\.null)$'")
         }
         yaml.line(4, "- name: sort")
         yaml.line(5, "in: query")
