@@ -109,9 +109,9 @@ final class ChangeFeed: Sendable {
                         saved: Int64?) throws -> Result<HTTPResponse, any Error>
     {
         let observer = waiter.observer
-        // Answered at once: a stream of it open on another instance ends,
-        // as one open here did.
-        if case .unknownObserver = result {} else { store.endStreamElsewhere(of: observer) }
+        // Answered at once: a stream or poll of it on another instance
+        // ends, as one here did.
+        if case .unknownObserver = result {} else { store.announceAnswered(observer) }
         switch result {
         case .gone where repair:
             // Past retention: the current value of everything it reads, at once.

@@ -443,9 +443,23 @@ public final class ObservationRegistry: Sendable {
         core.withLock { $0.takeWaiter(of: id) }
     }
 
-    /// Removes and returns the parked waiters of `ids`, each with its observer.
-    public func takeWaiters(of ids: [String]) -> [(observer: String, waiter: ChangeWaiter)] {
-        core.withLock { core in ids.compactMap { id in core.takeWaiter(of: id).map { (id, $0) } } }
+    /// Takes away the consumers of `ids`, whose newer consumer is on
+    /// another instance: each one's parked waiter, and its open stream,
+    /// parked or delivering now (superseded: it stops before its next
+    /// answer), each with its observer.
+    public func displaceConsumers(of ids: [String]) -> [(observer: String, waiter: ChangeWaiter)] {
+        core.withLock { core in
+            var taken: [(observer: String, waiter: ChangeWaiter)] = []
+            for id in ids {
+                let parked = core.takeWaiter(of: id)
+                if let parked { taken.append((id, parked)) }
+                if !core.streams.isEmpty, let open = core.streams.removeValue(forKey: id) {
+                    open.supersede()
+                    if open !== parked { taken.append((id, open)) }
+                }
+            }
+            return taken
+        }
     }
 
     /// Removes `waiter` if it is still observer `id`'s waiter.

@@ -29,9 +29,6 @@ final class InstanceSharing: Sendable {
     /// thread that serves them.
     private let waitingForSync = Locked<[@Sendable (Result<Void, any Error>) -> Void]>([])
     private let synchronizer = Locked<ServiceThread?>(nil)
-    /// Observers with a stream announced open on another instance: a poll
-    /// answered here at once ends it.
-    private let remoteStreams = Locked<Set<String>>([])
     /// Per observer, this instance's announcements of a consumer (a parked
     /// poll, a stream, a poll answered at once) not heard back yet, and
     /// when the last was sent. Announcements reach every instance in the
@@ -150,7 +147,6 @@ final class InstanceSharing: Sendable {
     /// Announces a poll of `observer` parked on this instance, or a stream
     /// of it opened here, so that one parked or open on another gives way.
     func announceParked(_ observer: String, stream: Bool) {
-        remoteStreams.withLock { _ = $0.remove(observer) }
         let sent = ServerClock.now
         unheardAnnouncements.withLock { $0[observer] = (($0[observer]?.count ?? 0) + 1, sent) }
         do {
@@ -165,16 +161,17 @@ final class InstanceSharing: Sendable {
         }
     }
 
-    /// Ends a stream of `observer` open on another instance, if one was
-    /// announced.
-    func endStreamElsewhere(of observer: String) {
-        guard remoteStreams.withLock({ $0.contains(observer) }) else { return }
+    /// Announces a poll of `observer` answered here at once: its consumer
+    /// from now on, so that a stream or poll of it on another instance
+    /// gives way, even one whose own announcement has not been heard here
+    /// yet (the database orders the two).
+    func announceAnswered(_ observer: String) {
         announceParked(observer, stream: false)
     }
 
     /// Answers this instance's parked polls in `registry`, and ends its
-    /// streams, of observers parked anew elsewhere; remembers the streams
-    /// opened elsewhere.
+    /// streams (parked or delivering), of observers with a newer consumer
+    /// elsewhere: a poll parked or answered there, or a stream opened.
     private func giveWay(_ parked: [ParkedAnnouncement], in registry: ObservationRegistry) {
         // In the order they were sent: another instance's announcement heard
         // before this one's own of the same observer comes back was sent
@@ -184,12 +181,7 @@ final class InstanceSharing: Sendable {
         // that reconnected) no longer holds others back.
         let others = unheardAnnouncements.withLock { Self.newer(parked, than: instance, unheard: &$0, now: ServerClock.now) }
         guard !others.isEmpty else { return }
-        remoteStreams.withLock { streams in
-            for announcement in others {
-                if announcement.stream { streams.insert(announcement.observer) } else { streams.remove(announcement.observer) }
-            }
-        }
-        let displaced = registry.takeWaiters(of: others.map(\.observer))
+        let displaced = registry.displaceConsumers(of: others.map(\.observer))
         if !displaced.isEmpty, let handler = displacedHandler.withLock({ $0 }) { handler(displaced) }
     }
 

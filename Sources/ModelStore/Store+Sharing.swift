@@ -157,11 +157,12 @@ extension Store {
         try sharing.storage.saveCursors(cursors)
     }
 
-    /// Ends a stream of `observer` open on another instance, if one was
-    /// announced: a poll answered here at once is its consumer now, as on
-    /// one server (a poll that parks announces itself).
-    public func endStreamElsewhere(of observer: String) {
-        sharing?.endStreamElsewhere(of: observer)
+    /// Announces a poll of `observer` answered here at once to the other
+    /// instances: it is the observer's consumer now, as on one server, and
+    /// a stream or parked poll of it elsewhere ends (a poll that parks
+    /// announces itself).
+    public func announceAnswered(_ observer: String) {
+        sharing?.announceAnswered(observer)
     }
 
     /// Sets who answers parked polls that gave way to a poll parked on another instance.

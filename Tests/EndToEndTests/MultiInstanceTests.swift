@@ -102,6 +102,26 @@ import TestSupport
         #expect(try a.get("/observers/\(observer)").json["cursor"] == answered["cursor"])
     }
 
+    /// A poll through B sent the moment a stream opened on A (before B can
+    /// have heard of it) is the newer consumer all the same: the stream
+    /// ends, parked or delivering.
+    @Test func aPollThroughAnotherInstanceAtOnceAfterAStreamOpensEndsIt() throws {
+        let servers = try Self.cluster(2)
+        let (a, b) = (servers[0].client, servers[1].client)
+        for round in 1...20 {
+            let observer = try a.observer()
+            let cursor = try #require(try a.get("/truck/orderCount", observer: observer).cursor)
+            // Half the rounds with a change waiting, which both answer.
+            if round % 2 == 0 { #expect(try a.post("/truck/orders", Self.order).status == 201) }
+            let stream = try EventStreamClient(port: servers[0].port, observer: observer, receiveTimeout: 5)
+            let answered = try b.changes(observer, since: cursor, timeout: 0)
+            #expect(answered.status == 200)
+            #expect(answered.json.changeList.count == (round % 2 == 0 ? 1 : 0), "round \(round)")
+            let events = Result { try stream.rest() }
+            #expect((try? events.get()) != nil, "round \(round): the stream on A stayed open")
+        }
+    }
+
     /// A stream's cursor is saved before its event goes out, as a poll's is
     /// before its answer: a client that has the event and asks another
     /// instance at once finds the cursor there, and is told nothing twice.
