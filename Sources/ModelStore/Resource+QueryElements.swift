@@ -6,9 +6,9 @@ extension Resource {
     /// their sort keys: at most `limit + 1` with a limit (one more than
     /// asked tells that more follow). Found through the state's query
     /// indexes where one serves (`QueryIndex`): a walk of the sorted
-    /// field's index from the window's start, or of the positions of the
-    /// values an `eq` or `in` names; otherwise by a pass over the
-    /// collection.
+    /// field's index from the window's start, or the positions of the
+    /// values an `eq`, `in` or `is.null` names or of a number field's
+    /// range, when they are few; otherwise by a pass over the collection.
     func queryElements(in state: ModelState, _ query: ShapeQuery, limit: Int? = nil) -> [(key: SortKey, record: Record)] {
         let fields = query.conditions.map { queryableField($0.field) }
         let sortField = query.sort.flatMap { queryableField($0) }
@@ -29,22 +29,28 @@ extension Resource {
             return found.count < wanted
         }
         let index = state.indexes[ObjectIdentifier(self)]
-        // The smallest `eq`/`in` an index answers, and how many it names.
-        var narrowest: (column: Int, values: [JSONValue], count: Int)?
+        // The fewest elements an index names for one field's conditions:
+        // the buckets of the values an `eq` or `in` names, or the value
+        // ranges its conditions leave (`eq`, `in`, `is.null`, `lt` … `gte`)
+        // of a number field, counted up to a bound.
+        let bound = max(elements.count / 8, 4096, 4 * min(wanted, 1 << 20) + 1024) + 1
+        var narrowest: (source: IndexedValues, count: Int)?
         if let index {
-            for condition in query.conditions where condition.op == .eq || condition.op == .in {
-                guard let field = queryableField(condition.field), case .stored(let column) = field.source else { continue }
-                var count = 0
-                for value in condition.values {
-                    if let buckets = index.buckets[column] {
-                        count += buckets[QueryIndex.bucket(value)]?.count ?? 0
-                    } else if index.ordered[column] != nil {
-                        count += elements.count  // Not counted: taken as large.
-                    }
+            for condition in query.conditions where condition.op == .eq || condition.op == .in || condition.op == .isNull {
+                guard let field = queryableField(condition.field), case .stored(let column) = field.source,
+                      let buckets = index.buckets[column] else { continue }
+                let values = condition.op == .isNull ? [JSONValue.null] : condition.values
+                let count = values.reduce(0) { $0 + (buckets[QueryIndex.bucket($1)]?.count ?? 0) }
+                if count < (narrowest?.count ?? .max) { narrowest = (.buckets(column, values), count) }
+            }
+            for (column, pairs) in index.ordered {
+                let conditions = query.conditions.filter { condition in
+                    guard case .stored(let stored) = queryableField(condition.field)?.source else { return false }
+                    return stored == column
                 }
-                if index.buckets[column] != nil || index.ordered[column] != nil, count < (narrowest?.count ?? .max) {
-                    narrowest = (column, condition.values, count)
-                }
+                guard let ranges = Self.ranges(of: conditions) else { continue }
+                let count = Self.count(pairs, in: ranges, upTo: min(narrowest?.count ?? .max, bound))
+                if count < (narrowest?.count ?? .max) { narrowest = (.ranges(column, ranges), count) }
             }
         }
         // Sorted by an indexed number, unless a small bucket names fewer.
@@ -75,12 +81,15 @@ extension Resource {
         // The positions of the values named, in creation order.
         if let index, let narrowest, narrowest.count <= max(elements.count / 8, 4096) {
             var positions: [Int64] = []
-            for value in narrowest.values {
-                if let bucket = index.buckets[narrowest.column]?[QueryIndex.bucket(value)] {
-                    bucket.forEach { positions.append($0.second); return true }
-                } else if let pairs = index.ordered[narrowest.column], let ordinal = SortKey.ordinal(value) {
-                    pairs.forEach(from: PairSet.Pair(first: ordinal, second: .min)) { pair in
-                        guard pair.first == ordinal else { return false }
+            switch narrowest.source {
+            case .buckets(let column, let values):
+                for value in values {
+                    index.buckets[column]?[QueryIndex.bucket(value)]?.forEach { positions.append($0.second); return true }
+                }
+            case .ranges(let column, let ranges):
+                for range in ranges {
+                    index.ordered[column]?.forEach(from: PairSet.Pair(first: range.lowerBound, second: .min)) { pair in
+                        guard pair.first <= range.upperBound else { return false }
                         positions.append(pair.second)
                         return true
                     }
@@ -123,5 +132,56 @@ extension Resource {
         }
         found.sort { query.precedes($0.key, $1.key) }
         return Array(found.prefix(wanted))
+    }
+
+    /// Where an index finds the elements a query's conditions on one field
+    /// allow: the buckets of some values, or ranges of a number field's
+    /// ordinals.
+    private enum IndexedValues {
+        case buckets(Int, [JSONValue])
+        case ranges(Int, [ClosedRange<Int64>])
+    }
+
+    /// The ordinals (`SortKey.ordinal`) that `conditions` on one number
+    /// field allow, as ranges, inclusive (a superset: every element found
+    /// is matched again); nil when they allow any (no condition, or only
+    /// `neq` and `not.is.null`, which an index walk would not narrow).
+    static func ranges(of conditions: [ShapeQuery.Condition]) -> [ClosedRange<Int64>]? {
+        var low = Int64.min, high = Int64.max
+        var points: [Int64]?
+        var narrowed = false
+        for condition in conditions {
+            switch condition.op {
+            case .eq, .in, .isNull:
+                let ordinals = condition.op == .isNull ? [Int64.max] : condition.values.compactMap(SortKey.ordinal)
+                points = points.map { Array(Set($0).intersection(ordinals)) } ?? ordinals
+            case .gt, .gte:
+                guard let ordinal = condition.values.first.flatMap(SortKey.ordinal) else { continue }
+                low = max(low, ordinal)
+                narrowed = true
+            case .lt, .lte:
+                guard let ordinal = condition.values.first.flatMap(SortKey.ordinal) else { continue }
+                high = min(high, ordinal)
+                narrowed = true
+            default:
+                continue
+            }
+        }
+        if let points { return points.filter { $0 >= low && $0 <= high }.sorted().map { $0...$0 } }
+        guard narrowed else { return nil }
+        return low <= high ? [low...high] : []
+    }
+
+    /// How many pairs of `pairs` fall in `ranges`, counted up to `limit`.
+    static func count(_ pairs: PairSet, in ranges: [ClosedRange<Int64>], upTo limit: Int) -> Int {
+        var count = 0
+        for range in ranges where count < limit {
+            pairs.forEach(from: PairSet.Pair(first: range.lowerBound, second: .min)) { pair in
+                guard pair.first <= range.upperBound else { return false }
+                count += 1
+                return count < limit
+            }
+        }
+        return count
     }
 }
