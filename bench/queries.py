@@ -1179,10 +1179,36 @@ def observed_scenario(args, template, workdir, failures):
         failures += failed
         stream.close()
         client.close()
-        return result, writes.recorded
+        return result, writes.recorded, stream.per_write
     finally:
         server.stop(60)
         remove_database(path)
+
+
+def cpu_split(observed, baseline):
+    """Where the CPU a write costs with the observers goes, write by write
+    against the same write with nobody observing: the writes that woke
+    nobody (what finding the concerned observers costs), and a least-squares
+    line of the extra CPU over the observers woken (a fixed part a write,
+    and a part a wake-up: the answer built and sent, the poll resumed)."""
+    pairs = [(o, b, w) for (o, w), (b, _) in zip(observed, baseline)]
+    if not pairs:
+        return {}
+    quiet = [(o, b) for o, b, w in pairs if w == 0]
+    xs = [w for _, _, w in pairs]
+    ys = [o - b for o, b, _ in pairs]
+    n, mx, my = len(xs), statistics.mean(xs), statistics.mean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    out = {"writes": n,
+           "extra_fixed_us_per_write": round((my - slope * mx) * 1e6, 1),
+           "us_per_wakeup": round(slope * 1e6, 2)}
+    if quiet:
+        with_, without = sum(o for o, _ in quiet), sum(b for _, b in quiet)
+        out["writes_waking_nobody"] = {"writes": len(quiet), "cpu_per_write_us": round(with_ / len(quiet) * 1e6, 1),
+                                       "nobody_observing_us": round(without / len(quiet) * 1e6, 1),
+                                       "ratio": round(with_ / without, 2) if without else None}
+    return out
 
 
 def baseline_scenario(args, template, workdir, recorded, failures):
@@ -1198,7 +1224,7 @@ def baseline_scenario(args, template, workdir, recorded, failures):
         out = {"writes": len(recorded), "cpu_per_write_us": round(stream.cpu_spent / max(1, len(recorded)) * 1e6, 1)}
         stream.close()
         client.close()
-        return out
+        return out, stream.per_write
     finally:
         server.stop(60)
         remove_database(path)
@@ -1253,14 +1279,15 @@ def main():
                               order_of=order_of)
     result["seed_s"] = round(time.perf_counter() - started, 1)
     failures = []
-    observed, recorded = observed_scenario(args, template, args.workdir, failures)
+    observed, recorded, observed_cpu = observed_scenario(args, template, args.workdir, failures)
     result["observed"] = observed
     if not args.no_baseline and recorded:
         log("the same writes, nobody observing")
-        result["baseline"] = baseline_scenario(args, template, args.workdir, recorded, failures)
+        result["baseline"], baseline_cpu = baseline_scenario(args, template, args.workdir, recorded, failures)
         with_ = observed["stream"]["cpu_per_write_us"]
         without = result["baseline"]["cpu_per_write_us"]
         result["cpu_per_write_ratio"] = round(with_ / without, 2) if without else None
+        result["cpu_split"] = cpu_split(observed_cpu, baseline_cpu)
     result["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
     result["stalls"] = {"count": len(STALLS), "first": STALLS[:10]}
     result["failure_count"] = len(failures)
@@ -1311,6 +1338,14 @@ def summary(result):
     if "baseline" in result:
         print(f"  the same writes, nobody observing: {result['baseline']['cpu_per_write_us']} us; "
               f"ratio {result['cpu_per_write_ratio']} (target <= 2)", file=out)
+        split = result.get("cpu_split") or {}
+        quiet = split.get("writes_waking_nobody")
+        if quiet:
+            print(f"  writes that woke nobody ({quiet['writes']}): {quiet['cpu_per_write_us']} us with the observers, "
+                  f"{quiet['nobody_observing_us']} us nobody observing; ratio {quiet['ratio']}", file=out)
+        if split:
+            print(f"  extra CPU a write, fitted over the observers woken: {split['extra_fixed_us_per_write']} us "
+                  f"+ {split['us_per_wakeup']} us a wake-up", file=out)
     print(f"  failures: {result['failure_count']} (windows as the server states them: {o.get('window_mismatches')}, "
           f"answers' content: {(st or {}).get('content_failures')}); requests stalled until another connection woke "
           f"the server: {result['stalls']['count']}", file=out)

@@ -41,7 +41,7 @@ import sys
 import time
 import uuid
 
-from harness import Client, Server, cpu_seconds, free_port, rss_kib, serve_command, trusted_environment
+from harness import Client, Server, cpu_ns, cpu_seconds, free_port, rss_kib, serve_command, trusted_environment
 from longpoll import Poll, percentile
 
 HOST = "127.0.0.1"
@@ -259,6 +259,7 @@ class Stream:
         self.client, self.server, self.grace, self.marked = client, server, grace, marked
         self.lost = []
         self.cpu_spent = 0.0
+        self.per_write = []     # (server CPU seconds, observers expected to wake), a write each
         self.epoll = select.epoll()
         self.by_fd = {}
         self.observers = []
@@ -336,13 +337,15 @@ class Stream:
         wakeups = self.client.metric("observable_longpoll_wakeups_total")
         wanted = {o.poll.sock.fileno() for o in expected}
         stalls = len(STALLS)
-        cpu = cpu_seconds(self.server.pid)
+        cpu = cpu_ns(self.server.pid)
         start = time.perf_counter()
         status, _, answer = self.client.request(method, path, body)
         self.stalled_write = len(STALLS) > stalls
         got = self.answers(wanted, time.perf_counter() + 10) if wanted else {}
         got.update(self.answers(set(), time.perf_counter() + self.grace))
-        self.cpu_spent += cpu_seconds(self.server.pid) - cpu
+        spent = (cpu_ns(self.server.pid) - cpu) / 1e9
+        self.cpu_spent += spent
+        self.per_write.append((spent, len(wanted)))
         mark = (mark or (answer or {}).get("id")) if self.marked else None
         latencies = []
         for fd, (at, reply) in got.items():

@@ -19,9 +19,9 @@ the folder of the script it runs first on its path):
 from .client import HOST, Client, ConnectionLost
 from .instances import start_instances, stop_instances
 from .postgres import Postgres, admin_url, postgres_tool
-from .server import (Server, ServerError, cpu_seconds, free_port, raise_descriptor_limit, rss_kib, serve_command,
+from .server import (Server, ServerError, cpu_ns, cpu_seconds, free_port, raise_descriptor_limit, rss_kib, serve_command,
                      trusted_environment)
 
-__all__ = ["HOST", "Client", "ConnectionLost", "Postgres", "Server", "ServerError", "admin_url", "cpu_seconds", "free_port",
+__all__ = ["HOST", "Client", "ConnectionLost", "Postgres", "Server", "ServerError", "admin_url", "cpu_ns", "cpu_seconds", "free_port",
            "postgres_tool", "raise_descriptor_limit", "rss_kib", "serve_command", "start_instances", "stop_instances",
            "trusted_environment"]
