@@ -1,28 +1,37 @@
 import JSON
 import ModelObservation
 
-/// The in-memory indexes of a collection's stored queryable fields, kept
-/// in the state beside its elements and changed with them, so a query
-/// read finds what it shows without a pass over the collection:
+/// The in-memory indexes of a collection's queryable fields, kept in the
+/// state beside its elements and changed with them, so a query read finds
+/// what it shows without a pass over the collection:
 /// - a number field: its elements as `(value's ordinal, position)` pairs,
 ///   in value order (`SortKey.ordinal`; null after every number);
 /// - a text or boolean field: per value (its JSON text), its elements'
 ///   positions in order.
-/// Computed fields are not indexed: a query on one alone reads the whole
-/// collection (jobs and games, not orders).
+/// Stored fields and computed ones of the element alone (a job's
+/// `isComplete`) are indexed, each under its `QueryableField.indexKey`; a
+/// computed field of more than its element (none queryable now) is not:
+/// a query on it alone reads the whole collection.
 struct QueryIndex: Sendable {
+    /// What is indexed: each field's key, whether it is a number, its value.
+    struct Field: Sendable {
+        let key: Int
+        let numeric: Bool
+        let value: @Sendable (Record) -> JSONValue
+    }
+
+    let fields: [Field]
     var ordered: [Int: PairSet] = [:]
     /// A plain dictionary, not a trie: a field queried by value has few
     /// values (a donut, a glaze), and copying a few entries costs less than
     /// a trie's path.
     var buckets: [Int: [String: PairSet]] = [:]
 
-    /// The stored queryable fields of `resource`, by their index in a
-    /// record's values, and whether each is a number.
-    static func fields(of resource: Resource) -> [(index: Int, numeric: Bool)] {
+    /// The queryable fields of `resource` an index follows.
+    static func fields(of resource: Resource) -> [Field] {
         resource.queryable.compactMap { field in
-            guard case .stored(let index) = field.source else { return nil }
-            return (index, field.kind == .integer || field.kind == .number)
+            guard let key = field.indexKey, let value = field.elementValue else { return nil }
+            return Field(key: key, numeric: field.kind == .integer || field.kind == .number, value: value)
         }
     }
 
@@ -36,53 +45,55 @@ struct QueryIndex: Sendable {
 
     /// The indexes of `elements`, built at once (a load).
     init(_ resource: Resource, _ elements: PersistentOrderedDictionary<String, Record>) {
-        for (index, numeric) in Self.fields(of: resource) {
-            if numeric {
+        fields = Self.fields(of: resource)
+        for field in fields {
+            if field.numeric {
                 var pairs: [PairSet.Pair] = []
                 pairs.reserveCapacity(elements.count)
                 elements.forEach { record in
-                    pairs.append(PairSet.Pair(first: SortKey.ordinal(record.values[index]) ?? .max, second: record.position))
+                    pairs.append(PairSet.Pair(first: SortKey.ordinal(field.value(record)) ?? .max, second: record.position))
                     return true
                 }
                 pairs.sort()
-                ordered[index] = PairSet(sorted: pairs)
+                ordered[field.key] = PairSet(sorted: pairs)
             } else {
                 var positions: [String: [PairSet.Pair]] = [:]
                 elements.forEach { record in
-                    positions[Self.bucket(record.values[index]), default: []].append(PairSet.Pair(first: 0, second: record.position))
+                    positions[Self.bucket(field.value(record)), default: []].append(PairSet.Pair(first: 0, second: record.position))
                     return true
                 }
-                buckets[index] = positions.mapValues { PairSet(sorted: $0) }
+                buckets[field.key] = positions.mapValues { PairSet(sorted: $0) }
             }
         }
     }
 
     mutating func insert(_ record: Record) {
-        for slot in ordered.indices {
-            let index = ordered.keys[slot]
-            ordered.values[slot].insert(PairSet.Pair(first: SortKey.ordinal(record.values[index]) ?? .max, second: record.position))
-        }
-        for slot in buckets.indices {
-            let index = buckets.keys[slot]
-            buckets.values[slot][Self.bucket(record.values[index]), default: PairSet()].insert(PairSet.Pair(first: 0, second: record.position))
+        for field in fields {
+            let value = field.value(record)
+            if field.numeric {
+                ordered[field.key]?.insert(PairSet.Pair(first: SortKey.ordinal(value) ?? .max, second: record.position))
+            } else {
+                buckets[field.key, default: [:]][Self.bucket(value), default: PairSet()].insert(PairSet.Pair(first: 0, second: record.position))
+            }
         }
     }
 
     mutating func remove(_ record: Record) {
-        for slot in ordered.indices {
-            let index = ordered.keys[slot]
-            ordered.values[slot].remove(PairSet.Pair(first: SortKey.ordinal(record.values[index]) ?? .max, second: record.position))
-        }
-        for slot in buckets.indices {
-            let value = Self.bucket(record.values[buckets.keys[slot]])
-            buckets.values[slot][value]?.remove(PairSet.Pair(first: 0, second: record.position))
-            if buckets.values[slot][value]?.count == 0 { buckets.values[slot][value] = nil }
+        for field in fields {
+            let value = field.value(record)
+            if field.numeric {
+                ordered[field.key]?.remove(PairSet.Pair(first: SortKey.ordinal(value) ?? .max, second: record.position))
+            } else {
+                let bucket = Self.bucket(value)
+                buckets[field.key]?[bucket]?.remove(PairSet.Pair(first: 0, second: record.position))
+                if buckets[field.key]?[bucket]?.count == 0 { buckets[field.key]?[bucket] = nil }
+            }
         }
     }
 
     /// Whether `old` and `new` differ in a field indexed here.
     func moves(_ old: Record, _ new: Record) -> Bool {
-        ordered.keys.contains { old.values[$0] != new.values[$0] } || buckets.keys.contains { old.values[$0] != new.values[$0] }
+        fields.contains { $0.value(old) != $0.value(new) }
     }
 }
 

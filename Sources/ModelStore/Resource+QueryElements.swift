@@ -37,24 +37,20 @@ extension Resource {
         var narrowest: (source: IndexedValues, count: Int)?
         if let index {
             for condition in query.conditions where condition.op == .eq || condition.op == .in || condition.op == .isNull {
-                guard let field = queryableField(condition.field), case .stored(let column) = field.source,
-                      let buckets = index.buckets[column] else { continue }
+                guard let column = queryableField(condition.field)?.indexKey, let buckets = index.buckets[column] else { continue }
                 let values = condition.op == .isNull ? [JSONValue.null] : condition.values
                 let count = values.reduce(0) { $0 + (buckets[QueryIndex.bucket($1)]?.count ?? 0) }
                 if count < (narrowest?.count ?? .max) { narrowest = (.buckets(column, values), count) }
             }
             for (column, pairs) in index.ordered {
-                let conditions = query.conditions.filter { condition in
-                    guard case .stored(let stored) = queryableField(condition.field)?.source else { return false }
-                    return stored == column
-                }
+                let conditions = query.conditions.filter { queryableField($0.field)?.indexKey == column }
                 guard let ranges = Self.ranges(of: conditions) else { continue }
                 let count = Self.count(pairs, in: ranges, upTo: min(narrowest?.count ?? .max, bound))
                 if count < (narrowest?.count ?? .max) { narrowest = (.ranges(column, ranges), count) }
             }
         }
         // Sorted by an indexed number, unless a small bucket names fewer.
-        if let index, let sortField, case .stored(let column) = sortField.source, let pairs = index.ordered[column],
+        if let index, let sortField, let column = sortField.indexKey, let pairs = index.ordered[column],
            (narrowest?.count ?? .max) > 4 * min(wanted, 1 << 20) + 1024
         {
             var low = Int64.min, high = Int64.max

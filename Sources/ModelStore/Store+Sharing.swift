@@ -202,9 +202,11 @@ extension ModelState {
             self[resource][entry.id] = record
             reindex(resource, old: old, new: record)
         case (.insert, let parent?):
-            guard let parentId = entry.parent, let path = self[parent][parentId]?.path else { return }
+            guard let parentId = entry.parent, let old = self[parent][parentId] else { return }
             self[parent][parentId]!.children[table.index][entry.id] =
-                Record(resource: resource, id: entry.id, in: path, position: entry.first, values: values)
+                Record(resource: resource, id: entry.id, in: old.path, position: entry.first, values: values)
+            // A computed field of the element alone may move with it (a game's `isOver`).
+            reindex(parent, old: old, new: self[parent][parentId])
         case (.update, nil) where resource.kind == .singleton:
             self[singleton: resource].values = values
         case (.update, nil):
@@ -213,15 +215,18 @@ extension ModelState {
                 reindex(resource, old: old, new: self[resource][entry.id])
             }
         case (.update, let parent?):
-            guard let parentId = entry.parent, self[parent][parentId]?.children[table.index][entry.id] != nil else { return }
+            guard let parentId = entry.parent, let old = self[parent][parentId], old.children[table.index][entry.id] != nil else { return }
             self[parent][parentId]!.children[table.index][entry.id]!.values = values
+            reindex(parent, old: old, new: self[parent][parentId])
         case (.delete, nil):
             let old = self[resource][entry.id]
             self[resource][entry.id] = nil
             reindex(resource, old: old, new: nil)
         case (.delete, let parent?):
             for parentId in self[parent].keys where self[parent][parentId]?.children[table.index][entry.id] != nil {
+                let old = self[parent][parentId]
                 self[parent][parentId]!.children[table.index][entry.id] = nil
+                reindex(parent, old: old, new: self[parent][parentId])
             }
         default:
             break

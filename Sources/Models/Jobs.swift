@@ -22,7 +22,7 @@ public enum Jobs {
         step
         intervalMs
         Computed("progress", .schema("Progress")) { _, job in ["current": job[json: current], "total": job[json: total]] }
-        Computed("isComplete", .boolean, description: "`progress.current == progress.total`; turns true once") { _, job in
+        Computed("isComplete", .boolean, description: "`progress.current == progress.total`; turns true once") { job in
             .bool(job[current] >= job[total])
         }
     }

@@ -17,7 +17,7 @@ public enum MemoryGame {
     public static let games = Resource.collection("games", element: "game", at: "/games", allowing: [.list, .get, .delete],
                                                   tag: "memory game", queryable: ["isOver"]) {
         cards
-        Computed("isOver", .boolean, description: "True when every card is matched") { _, game in .bool(game[cards].values.allSatisfy { $0[isMatched] }) }
+        Computed("isOver", .boolean, description: "True when every card is matched") { game in .bool(game[cards].values.allSatisfy { $0[isMatched] }) }
     }
 
     /// Distinct card contents, one per pair.

@@ -227,7 +227,7 @@ import Testing
 }
 
 /// A game created through the API, with its cards grouped by content.
-private struct MemoryTable {
+struct MemoryTable {
     let client: TestClient
     let created: JSONValue
     var id: String { created["id"]?.stringValue ?? "" }

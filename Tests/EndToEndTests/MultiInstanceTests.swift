@@ -581,6 +581,27 @@ import TestSupport
             #expect(orders.count == acknowledged.count)
         }
     }
+    /// A query by a computed field of the element alone (a game's `isOver`)
+    /// is answered through an index every instance keeps as it applies the
+    /// others' rows, its cards' included.
+    @Test func aQueryByAComputedFieldThroughOneInstanceFindsWhatTheOthersWrote() throws {
+        let servers = try MultiInstanceTests.cluster(2)
+        let (a, b) = (servers[0].client, servers[1].client)
+        let game = try MemoryTable(client: a, pairs: 1, seed: 3)
+        func games(_ query: String) throws -> [String] {
+            try b.get("/games?\(query)").json["games"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        }
+        try waitUntil(timeout: 10) { try b.get(game.path).status == 200 }
+        #expect(try games("isOver=eq.false") == [game.id])
+        #expect(try games("isOver=eq.true").isEmpty)
+        let (first, second) = game.pair(0)
+        _ = try game.choose(first)
+        #expect(try game.choose(second).json["isOver"] == true)
+        try waitUntil(timeout: 10) { try b.get(game.path).json["isOver"] == true }
+        #expect(try games("isOver=eq.true") == [game.id])
+        #expect(try games("isOver=eq.false").isEmpty)
+    }
+
     /// A query read through one instance hears, through every instance,
     /// exactly what writes through the others do to its copy (SPEC §3d, §5):
     /// the donut that comes to match, the one that stops, nothing of a

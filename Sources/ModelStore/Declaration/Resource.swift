@@ -165,7 +165,8 @@ public final class Resource: Sendable {
         self.queryable = queryable.map { name in
             if let index = fieldIndex[name], fields[index].isVisible {
                 let field = fields[index]
-                return QueryableField(name: name, kind: field.kind, nullable: field.nullable, source: .stored(index))
+                return QueryableField(name: name, kind: field.kind, nullable: field.nullable, source: .stored(index),
+                                      indexKey: index, elementValue: { $0.values[index] })
             }
             guard let index = computed.firstIndex(where: { $0.name == name }) else {
                 preconditionFailure("\(name) is no field of \(path) to query by")
@@ -178,7 +179,10 @@ public final class Resource: Sendable {
             case .text: kind = .text
             case .schema: preconditionFailure("\(name) of \(path) is an object: no query can compare it")
             }
-            return QueryableField(name: name, kind: kind, nullable: false, source: .computed(computed[index].value))
+            // One of the element alone is indexed under a key past the stored fields'.
+            let elementValue = computed[index].elementValue
+            return QueryableField(name: name, kind: kind, nullable: false, source: .computed(computed[index].value),
+                                  indexKey: elementValue == nil ? nil : fields.count + index, elementValue: elementValue)
         }
     }
 
@@ -196,6 +200,12 @@ public final class Resource: Sendable {
             case computed(@Sendable (ModelState, Record) -> JSONValue)
         }
         let source: Source
+        /// Where `QueryIndex` keeps it (a stored field's index among the
+        /// record's values, a computed one's past them); nil when it is a
+        /// function of more than the element, which no index follows.
+        let indexKey: Int?
+        /// Its value of an element, where `indexKey` is given.
+        let elementValue: (@Sendable (Record) -> JSONValue)?
 
         func value(of record: Record, in state: ModelState) -> JSONValue {
             switch source {
