@@ -152,6 +152,9 @@ extension RegistryCore {
                 // Nothing moves: the caller parks, then asks again.
                 return (.nothingYet, nil)
             case .waiter(let waiter):
+                // Parked already (a stream's delivery queued behind the one
+                // that parked it): it stays, as no other consumer took its place.
+                if let current = s.waiters[id], current === waiter { return (.parked, nil) }
                 if displacing || s.waiters[id] == nil {
                     let displaced = s.waiters.updateValue(waiter, forKey: id)
                     return (.parked, displaced)

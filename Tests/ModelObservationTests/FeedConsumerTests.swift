@@ -49,6 +49,24 @@ import Testing
         #expect(registry.pollStream(stream, of: "a", since: 0, limit: 10, coalesce: false, now: 0) == nil)
     }
 
+    /// A stream asked again while it is parked already (a delivery queued
+    /// behind the one that parked it: its socket drained meanwhile) stays
+    /// parked; it is no other consumer that parked meanwhile.
+    @Test func aStreamAskedAgainWhileParkedStaysParked() {
+        let registry = Self.registry()
+        let stream = Stream()
+        _ = registry.openStream(stream, of: "a")
+        for round in 1...2 {
+            guard case .parked = registry.pollStream(stream, of: "a", since: 0, limit: 10, coalesce: false, now: 0) else {
+                Issue.record("round \(round): expected the stream parked")
+                return
+            }
+        }
+        // Still the observer's consumer: a change wakes it.
+        let woken = registry.publish([Self.change(1)])
+        #expect(woken.count == 1 && woken.first?.waiter === stream)
+    }
+
     @Test func aNewerStreamSupersedesTheOlderAndTakesAParkedPollsPlace() {
         let registry = Self.registry()
         let poll = Poll()
