@@ -137,22 +137,22 @@ struct ShapeIndex: Sendable {
     /// Calls `body` with every entry whose window holds `position` (and
     /// perhaps a few more of a bounded level: the caller checks `covers`).
     func forEach(holding position: Int64, _ body: (ShapeEntry) -> Void) {
-        for entry in whole { body(entry) }
+        Self.visit(whole, whole.indices, body)
         let below = Self.partition(upward) { $0.from <= position }
-        for entry in upward[..<below] { body(entry) }
+        Self.visit(upward, 0..<below, body)
         let from = Self.partition(downward) { $0.through < position }
-        for entry in downward[from...] { body(entry) }
+        Self.visit(downward, from..<downward.count, body)
         var remaining = levels
         while remaining != 0 {
             let level = remaining.trailingZeroBitCount
             remaining &= remaining - 1
             if level >= 63 {
-                for entry in bounded[Bucket(level: level, number: 0)] ?? [] { body(entry) }
+                Self.visit(bounded[Bucket(level: level, number: 0)], body)
                 continue
             }
             let number = position >> Int64(level)
             for candidate in [number - 1, number] {
-                for entry in bounded[Bucket(level: level, number: candidate)] ?? [] { body(entry) }
+                Self.visit(bounded[Bucket(level: level, number: candidate)], body)
             }
         }
     }
@@ -169,7 +169,7 @@ struct ShapeIndex: Sendable {
                 let bucket = QueryBucket(field: field, value: value)
                 guard bucket != seen else { continue }
                 seen = bucket
-                for entry in queryBuckets[bucket] ?? [] { body(entry) }
+                Self.visit(queryBuckets[bucket], body)
             }
         }
         for (field, ranges) in queryRanges {
@@ -177,7 +177,23 @@ struct ShapeIndex: Sendable {
             if let before { ranges.forEach(holding: before, body) }
             if let after, after != before { ranges.forEach(holding: after, body) }
         }
-        for entry in otherQueries { body(entry) }
+        Self.visit(otherQueries, otherQueries.indices, body)
+    }
+
+    /// Calls `body` with the entries of `range` where they lie, each lent,
+    /// not copied (a copy retains and releases every string and array of
+    /// its shape, and a write may look at thousands).
+    @inline(__always)
+    private static func visit(_ entries: [ShapeEntry], _ range: Range<Int>, _ body: (ShapeEntry) -> Void) {
+        entries.withUnsafeBufferPointer { buffer in
+            for index in range { body(buffer[index]) }
+        }
+    }
+
+    @inline(__always)
+    private static func visit(_ entries: [ShapeEntry]?, _ body: (ShapeEntry) -> Void) {
+        guard let entries else { return }
+        visit(entries, entries.indices, body)
     }
 
     /// Drops the entries `isDead` names; counts none dead after.
