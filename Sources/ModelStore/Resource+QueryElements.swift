@@ -33,7 +33,11 @@ extension Resource {
         // the buckets of the values an `eq` or `in` names, or the value
         // ranges its conditions leave (`eq`, `in`, `is.null`, `lt` … `gte`)
         // of a number field, counted up to a bound.
-        let bound = max(elements.count / 8, 4096, 4 * min(wanted, 1 << 20) + 1024) + 1
+        // With a sort an index walks, fewer than `sorted` decide for the
+        // positions; without, fewer than an eighth of the collection.
+        let sorted = 4 * min(wanted, 1 << 20) + 1024
+        let walksSorted = sortField?.indexKey.map { index?.ordered[$0] != nil } ?? false
+        let bound = (walksSorted ? sorted : max(elements.count / 8, 4096, sorted)) + 1
         var narrowest: (source: IndexedValues, count: Int)?
         if let index {
             for condition in query.conditions where condition.op == .eq || condition.op == .in || condition.op == .isNull {
@@ -51,7 +55,7 @@ extension Resource {
         }
         // Sorted by an indexed number, unless a small bucket names fewer.
         if let index, let sortField, let column = sortField.indexKey, let pairs = index.ordered[column],
-           (narrowest?.count ?? .max) > 4 * min(wanted, 1 << 20) + 1024
+           (narrowest?.count ?? .max) > sorted
         {
             var low = Int64.min, high = Int64.max
             for condition in query.conditions where condition.field == sortField.name {
