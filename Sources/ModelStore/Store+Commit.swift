@@ -153,9 +153,10 @@ extension Store {
         }
         // Publish before the new state is visible: a read that sees the new
         // state then tracks at a seq the registry already knows.
-        woken += reads.publish(committed, storedImplied: storedImplied)
         let next = Snapshot(state)
-        current.withLock { $0 = next }
+        published.store(state.seq, ordering: .releasing)
+        woken += reads.publish(committed, storedImplied: storedImplied)
+        show(next)
         sharing?.appliedOwnCommit()
         groupCommit.counted(writes: writes)
         return true

@@ -101,9 +101,10 @@ extension Store {
                 events.append(.tracked(entry.id, keys: PropertyKey.keys(joined: entry.body ?? ""), seq: entry.first, now: now))
             }
         }
-        woken += registry.apply(events)
         let next = Snapshot(state)
-        current.withLock { $0 = next }
+        published.store(state.seq, ordering: .releasing)
+        woken += registry.apply(events)
+        show(next)
         sharing.applied(through: last.version)
     }
 
@@ -118,9 +119,10 @@ extension Store {
             let state = try Self.loadState(shared, catalog)
             return (state, try shared.lastVersion(), try shared.observers(), try shared.changes(after: state.seq - retain))
         }
-        woken += registry.reload(observers: observers, changes: changes, lastSeq: state.seq)
         let next = Snapshot(state)
-        current.withLock { $0 = next }
+        published.store(state.seq, ordering: .releasing)
+        woken += registry.reload(observers: observers, changes: changes, lastSeq: state.seq)
+        show(next)
         sharing.reloaded(at: version)
     }
 

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import Glibc
+import Synchronization
 import JSON
 import Logging
 import ModelObservation
@@ -40,6 +42,14 @@ public final class Store: Sendable {
     /// What reads see: replaced whole after each commit, so that a read
     /// takes one reference rather than one per model.
     let current: Locked<Snapshot>
+    /// The newest `seq` published to the registry. A commit publishes its
+    /// changes, then makes its state current: between the two a poll may
+    /// answer a cursor the current state does not reach yet, and a read
+    /// that follows it (`snapshot`) waits for that state.
+    let published = Atomic<Int64>(.min)
+    /// Called between a commit's publishing and its state becoming current
+    /// (tests hold a commit there).
+    package let afterPublishing = Locked<(@Sendable () -> Void)?>(nil)
     /// The writes waiting for a commit, the thread that commits them, and
     /// who is told which observers to wake.
     let groupCommit: GroupCommit
@@ -97,7 +107,23 @@ public final class Store: Sendable {
     public var state: ModelState { snapshot.state }
 
     /// The current state, shared: what a read renders from.
-    public var snapshot: Snapshot { current.withLock { $0 } }
+    /// The current state: never older than a cursor the registry has
+    /// answered (a commit that published is about to make its state
+    /// current; the wait is that moment).
+    public var snapshot: Snapshot {
+        while true {
+            let snapshot = current.withLock { $0 }
+            if snapshot.state.seq >= published.load(ordering: .acquiring) { return snapshot }
+            sched_yield()
+        }
+    }
+
+    /// Makes `next` the current state, after its changes were published
+    /// (`published` says how far).
+    func show(_ next: Snapshot) {
+        afterPublishing.withLock { $0 }?()
+        current.withLock { $0 = next }
+    }
 
     /// Commits the writes already submitted, persists what is pending and
     /// closes the database. Writes submitted after this fail.
