@@ -90,11 +90,13 @@ extension ChangeFeed {
             }
         }
         // The observer's one consumer: a poll or stream parked before, or a
-        // stream delivering now, gives way.
+        // stream delivering now, gives way; through any instance, told to
+        // the others first (an older consumer's announcement heard from
+        // then on is known to be older).
+        store.announceParked(observer, stream: true)
         let (displaced, earlier) = feed.openStream(poll, of: observer)
         if let displaced { giveWay([(observer, displaced)]) }
         (earlier as? StreamingPoll)?.stream.close()
-        store.announceParked(observer, stream: true)
         deliver(poll)
         return .parked
     }

@@ -63,6 +63,10 @@ final class ChangeFeed: Sendable {
         // Without `since`, the cursor last answered through any instance.
         var saved: Int64?
         if since == nil { saved = try store.refreshCursor(of: observer) }
+        // The observer's consumer from now on, through any instance: told
+        // to the others before it parks or is answered, so that an older
+        // consumer's announcement heard from now on is known to be older.
+        store.announceConsumer(observer)
         let waiter = ParkedPoll(observer: observer, since: since, limit: limit, coalesce: coalesce, context: context)
         // A poll is the observer's consumer: a stream open for it ends, in
         // the same operation as the poll, parked or delivering now (it
@@ -80,10 +84,7 @@ final class ChangeFeed: Sendable {
                                                    parking: parked != nil ? .waiter(waiter) : .never)
             givingWay += ended + [displaced].compactMap { $0 }
             if !givingWay.isEmpty { giveWay(givingWay.map { (observer, $0) }) }
-            if case .parked = result {
-                store.announceParked(observer)
-                return .parked
-            }
+            if case .parked = result { return .parked }
             if let parked {
                 // Parked, then answered by what came in between: through
                 // the parked connection, claimed for this.
@@ -109,9 +110,6 @@ final class ChangeFeed: Sendable {
                         saved: Int64?) throws -> Result<HTTPResponse, any Error>
     {
         let observer = waiter.observer
-        // Answered at once: a stream or poll of it on another instance
-        // ends, as one here did.
-        if case .unknownObserver = result {} else { store.announceAnswered(observer) }
         switch result {
         case .gone where repair:
             // Past retention: the current value of everything it reads, at once.

@@ -161,14 +161,6 @@ final class InstanceSharing: Sendable {
         }
     }
 
-    /// Announces a poll of `observer` answered here at once: its consumer
-    /// from now on, so that a stream or poll of it on another instance
-    /// gives way, even one whose own announcement has not been heard here
-    /// yet (the database orders the two).
-    func announceAnswered(_ observer: String) {
-        announceParked(observer, stream: false)
-    }
-
     /// Answers this instance's parked polls in `registry`, and ends its
     /// streams (parked or delivering), of observers with a newer consumer
     /// elsewhere: a poll parked or answered there, or a stream opened.

@@ -159,12 +159,11 @@ extension Store {
         try sharing.storage.saveCursors(cursors)
     }
 
-    /// Announces a poll of `observer` answered here at once to the other
-    /// instances: it is the observer's consumer now, as on one server, and
-    /// a stream or parked poll of it elsewhere ends (a poll that parks
-    /// announces itself).
-    public func announceAnswered(_ observer: String) {
-        sharing?.announceAnswered(observer)
+    /// Announces a poll of `observer` to the other instances, before it
+    /// parks or is answered: it is the observer's consumer now, as on one
+    /// server, and a stream or parked poll of it elsewhere ends.
+    public func announceConsumer(_ observer: String) {
+        sharing?.announceParked(observer, stream: false)
     }
 
     /// Sets who answers parked polls that gave way to a poll parked on another instance.
