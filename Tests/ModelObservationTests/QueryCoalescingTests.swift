@@ -24,8 +24,13 @@ import Testing
         let folded = Change.coalesce(changes)
         #expect(folded.map(\.seq) == [1, 2, 3, 4])
         #expect(folded.last?.new == "\"Glazed\"")
-        // Between two of them, sets of one path fold as ever.
-        let plain = [Self.change(5, element, .set, old: "\"a\"", new: "\"b\""), Self.change(6, element, .set, old: "\"b\"", new: "\"a\"")]
-        #expect(Change.coalesce(plain).isEmpty)
+        // Between two of them, sets of one path fold as ever, across
+        // another element's coming and going too.
+        let plain = [
+            Self.change(5, element, .set, old: "\"a\"", new: "\"b\""),
+            Self.change(6, "/truck/donuts", .insert, new: #"{"id":"d2","name":"Jelly"}"#),
+            Self.change(7, element, .set, old: "\"b\"", new: "\"a\""),
+        ]
+        #expect(Change.coalesce(plain).map(\.seq) == [6])
     }
 }

@@ -553,19 +553,33 @@ def query_receives(obs, log, c):
 def coalesce_query(wants):
     """coalesce=true on query changes: a shape's sets of one path folded
     (first old, last new, at the last seq; left out when back where they
-    started), inserts and removes as they are."""
+    started) between two inserts or removes of their element, inserts and
+    removes as they are."""
     out = []
     sets = collections.OrderedDict()
+    # an element that leaves the query and comes back: its sets are not
+    # folded across its insert or remove (the insert brings it as it is then)
+    entered = collections.Counter()     # (query, element path) -> inserts and removes so far
+    colls = collections.defaultdict(set)
     for w in wants:
         if w.d["op"] == "set":
-            k = (w.d["path"], w.d["query"])
+            q, path = w.d["query"], w.d["path"]
+            n = 0
+            for c in colls[q]:
+                if path.startswith(c + "/"):
+                    n = entered[(q, c + "/" + path[len(c) + 1:].split("/")[0])]
+            k = (path, q, n)
             if k in sets:
                 sets[k][1] = w
             else:
                 sets[k] = [w, w]
         else:
+            el = w.d.get("new") if w.d["op"] == "insert" else w.d.get("old")
+            if isinstance(el, dict) and "id" in el:
+                colls[w.d["query"]].add(w.d["path"])
+                entered[(w.d["query"], w.d["path"] + "/" + str(el["id"]))] += 1
             out.append(w)
-    for (path, q), (first, last) in sets.items():
+    for (path, q, _), (first, last) in sets.items():
         if jdump(first.d["old"]) == jdump(last.d["new"]):
             continue
         n = QC(last.allowed, last.txn, path, "set", first.d["old"], last.d["new"], q, next(iter(last.shapes)))
