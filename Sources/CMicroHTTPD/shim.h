@@ -100,7 +100,11 @@ osv_start_daemon(unsigned int flags, uint16_t port,
     /* One worker is the daemon's own thread, without a pool: libmicrohttpd
        warns about a pool of one (or none), so the entry then repeats the
        connection limit instead. The logger comes first, so that every
-       message of libmicrohttpd's, even about the options after it, is ours. */
+       message of libmicrohttpd's, even about the options after it, is ours.
+       The listening socket keeps libmicrohttpd's default, SO_REUSEADDR: a
+       restart binds at once, and a second server on a port already served
+       is refused (SO_REUSEPORT would let it share the port, and take part
+       of the first one's connections). */
     int pooled = o->thread_pool_size > 1;
     struct MHD_OptionItem items[] = {
         { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)osv_logger, o->target_received_cls },
@@ -111,7 +115,6 @@ osv_start_daemon(unsigned int flags, uint16_t port,
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)o->connection_memory_limit, NULL },
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, o->listen_backlog, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
-        { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
         { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)osv_unescape, o->target_received_cls },
         { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)o->target_received, o->target_received_cls },
         { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)o->connection_notified, o->target_received_cls },

@@ -160,6 +160,29 @@ final class EchoResponder: HTTPResponder {
         #expect(throws: HTTPDaemon.StartError.self) { try daemon.start() }
     }
 
+    /// A second daemon on a port another one serves is refused at start,
+    /// rather than sharing the port and taking part of its connections;
+    /// once the first one stops, the port can be bound again at once.
+    @Test func aPortAlreadyServedIsRefusedAndFreedByStopping() throws {
+        let (first, _) = try Self.daemon()
+        var configuration = HTTPDaemon.Configuration()
+        configuration.host = "127.0.0.1"
+        configuration.port = first.port
+        let second = HTTPDaemon(configuration: configuration, responder: EchoResponder())
+        #expect(throws: HTTPDaemon.StartError.self) { try second.start() }
+        // Every connection still reaches the first.
+        for _ in 0..<20 {
+            #expect(try Self.request(first, "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").status == 200)
+        }
+        // A connection it served leaves the port in TIME_WAIT: a restart binds anyway.
+        let port = first.port
+        first.stop()
+        let again = HTTPDaemon(configuration: configuration, responder: EchoResponder())
+        try again.start()
+        #expect(again.port == port)
+        again.stop()
+    }
+
     /// The tests' client closes the socket of a refused connection once:
     /// closed twice, the second close may take a descriptor another thread
     /// opened in between, such as a connection of a daemon in this process.
