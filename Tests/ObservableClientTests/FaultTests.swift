@@ -25,7 +25,7 @@ struct FaultTests {
         var placed: [String] = []
         func place() throws {
             let answer = Raw.send("POST", port: deployment.writerPort, "/truck/orders", Seed.order)
-            try #require(answer.status == 201)
+            try #require(answer.status == 201, "POST /truck/orders: \(String(decoding: answer.body, as: UTF8.self))")
             placed.append(try #require(answer.json["id"] as? String))
         }
 
