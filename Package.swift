@@ -16,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // The client's HTTP: SwiftNIO underneath, so that a waiting stream costs no CPU.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // libmicrohttpd as Debian ships it, and the C the Swift side calls it
@@ -115,7 +117,8 @@ let package = Package(
         // The Swift client. It imports JSON (which links nothing) and Foundation
         // only: never the server, libmicrohttpd, SQLite or libpq.
         .target(
-            name: "ObservableClient", dependencies: ["JSON"],
+            name: "ObservableClient",
+            dependencies: ["JSON", .product(name: "AsyncHTTPClient", package: "async-http-client")],
             // Async methods run on their caller's actor: the client and its objects stay on one.
             swiftSettings: [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
         ),

@@ -21,21 +21,47 @@ public final class ObservableClient: Observable {
     /// How the client connects and pages; the defaults suit most apps.
     public struct Configuration: Sendable {
         /// How the feed reaches the client.
-        public var transport: Transport = .automatic
+        public var transport: Transport
         /// Orders per page of `truck.orders`, 1…1000.
-        public var ordersPageSize = 50
+        public var ordersPageSize: Int
         /// The observer's time to live on the server, in seconds (nil: the server's default, 600).
-        public var observerTTL: Int? = nil
+        public var observerTTL: Int?
         /// A stream that sends nothing, not even a heartbeat, for this long is
         /// reconnected. Keep it above the server's `--heartbeat` (15 s by default).
-        public var silenceTimeout: Duration = .seconds(45)
+        public var silenceTimeout: Duration
         /// The shortest and the longest wait before reconnecting; the wait
         /// doubles from one failure to the next, with jitter.
-        public var reconnectDelay: ClosedRange<Double> = 0.1...10
+        public var reconnectDelay: ClosedRange<Double>
         /// How long one long-poll waits on the server, in seconds.
-        public var longPollTimeout: Double = 25
+        public var longPollTimeout: Double
+        /// Seconds a load or a write may take, its whole answer included;
+        /// past it, it throws `.unreachable`.
+        public var requestTimeout: Double
 
-        public init() {}
+        /// A configuration; each argument left out keeps its default.
+        ///
+        /// - Parameters:
+        ///   - transport: `.automatic` (an event stream, long-polling where
+        ///     none can open) or `.longPolling`.
+        ///   - ordersPageSize: orders per page of `truck.orders`, 1…1000.
+        ///   - observerTTL: the observer's time to live on the server, in
+        ///     seconds; nil for the server's default (600).
+        ///   - silenceTimeout: a stream silent this long is reconnected.
+        ///   - reconnectDelay: the shortest and longest wait before reconnecting, in seconds.
+        ///   - longPollTimeout: seconds one long-poll waits on the server.
+        ///   - requestTimeout: seconds a load or a write may take.
+        public init(transport: Transport = .automatic, ordersPageSize: Int = 50, observerTTL: Int? = nil,
+                    silenceTimeout: Duration = .seconds(45), reconnectDelay: ClosedRange<Double> = 0.1...10,
+                    longPollTimeout: Double = 25, requestTimeout: Double = 30)
+        {
+            self.transport = transport
+            self.ordersPageSize = ordersPageSize
+            self.observerTTL = observerTTL
+            self.silenceTimeout = silenceTimeout
+            self.reconnectDelay = reconnectDelay
+            self.longPollTimeout = longPollTimeout
+            self.requestTimeout = requestTimeout
+        }
     }
 
     /// How the feed reaches the client.
@@ -47,7 +73,7 @@ public final class ObservableClient: Observable {
     }
 
     /// Whether the client is in step with the server. Observable: a view can show it.
-    public enum ConnectionState: Sendable, Equatable {
+    public enum ConnectionState: Sendable, Equatable, CustomStringConvertible {
         /// Nothing loaded yet, so nothing to keep current.
         case idle
         /// Opening the feed for the first time.
@@ -59,11 +85,31 @@ public final class ObservableClient: Observable {
         case reconnecting(attempt: Int, lastError: ObservableClientError?)
         /// `close()` was called.
         case closed
+
+        /// `idle`, `connecting`, `live (stream)`, `live (long-polling)`,
+        /// `reconnecting (attempt 2: unreachable: …)` or `closed`.
+        public var description: String {
+            switch self {
+            case .idle: "idle"
+            case .connecting: "connecting"
+            case .live(let kind): "live (\(kind))"
+            case .reconnecting(let attempt, let error):
+                "reconnecting (attempt \(attempt)" + (error.map { ": \($0)" } ?? "") + ")"
+            case .closed: "closed"
+            }
+        }
     }
 
     /// What carries the feed while it is live.
-    public enum FeedKind: Sendable, Equatable {
+    public enum FeedKind: Sendable, Equatable, CustomStringConvertible {
         case stream, longPolling
+
+        public var description: String {
+            switch self {
+            case .stream: "stream"
+            case .longPolling: "long-polling"
+            }
+        }
     }
 
     /// Whether the client is in step with the server (observable).
@@ -140,7 +186,7 @@ public final class ObservableClient: Observable {
         self.isolation = isolation ?? MainActor.shared
         self.baseURL = baseURL
         self.configuration = configuration
-        transport = HTTPTransport(baseURL: baseURL, token: token)
+        transport = HTTPTransport(baseURL: baseURL, token: token, requestTimeout: configuration.requestTimeout)
     }
 
     func setState(_ state: ConnectionState) {
@@ -310,7 +356,6 @@ public final class ObservableClient: Observable {
         await feedTask?.value
         feedTask = nil
         observerID = nil
-        transport.invalidate()
         setState(.closed)
     }
 }

@@ -1,22 +1,17 @@
+import AsyncHTTPClient
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import JSON
+import NIOCore
 import Synchronization
 
 /// The change feed as a Server-Sent Events stream, read as it arrives.
 ///
-/// FoundationNetworking has no `URLSession.bytes(for:)`; a data delegate
-/// receives a chunked answer chunk by chunk instead. Events are parsed here,
-/// on the session's delegate queue, so the actor that applies them only
-/// applies. A watchdog ends the stream when nothing at all (not even a
-/// heartbeat comment) arrived for `silenceTimeout` seconds.
-final class EventStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    // @unchecked: NSObject subclasses cannot be checked. Safe because every
-    // mutable state is in `state` (a Mutex), and the delegate methods run
-    // one at a time on `queue` (maxConcurrentOperationCount 1).
-
+/// The answer's body is read on AsyncHTTPClient as chunks come in, on a
+/// task of its own: while nothing arrives, nothing runs. Events are parsed
+/// there, so the actor that applies them only applies. A watchdog ends the
+/// stream when nothing at all (not even a heartbeat comment) arrived for
+/// `silenceTimeout` seconds.
+final class EventStream: Sendable {
     enum Item: Sendable {
         /// The answer's head: its status, content type and `Retry-After`.
         case opened(status: Int, contentType: String, retryAfter: Double?)
@@ -33,9 +28,8 @@ final class EventStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
 
     let items: AsyncThrowingStream<Item, any Error>
     private let continuation: AsyncThrowingStream<Item, any Error>.Continuation
-    private let request: URLRequest
+    private let request: HTTPClientRequest
     private let silenceTimeout: Double
-    private let queue: OperationQueue
     private let state = Mutex(State())
 
     private struct State {
@@ -44,36 +38,30 @@ final class EventStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         var data: [UInt8] = []
         var hasData = false
         var lastActivity = ContinuousClock.now
-        var session: URLSession?
+        var reader: Task<Void, Never>?
         var ending: Ending?
-        var status = 0
+        var done = false
     }
 
-    init(request: URLRequest, silenceTimeout: Double) {
+    init(request: HTTPClientRequest, silenceTimeout: Double) {
         (items, continuation) = AsyncThrowingStream.makeStream(of: Item.self, throwing: (any Error).self)
         self.request = request
         self.silenceTimeout = silenceTimeout
-        queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        super.init()
     }
 
     func start() {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        // The watchdog decides when a stream is silent, not the session.
-        configuration.timeoutIntervalForRequest = max(silenceTimeout * 4, 600)
-        configuration.timeoutIntervalForResource = 7 * 24 * 3600
-        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
-        state.withLock { $0.session = session }
-        session.dataTask(with: request).resume()
+        let reader = Task { [self] in await read() }
+        let cancelled = state.withLock { state in
+            state.reader = reader
+            return state.done
+        }
+        if cancelled { reader.cancel() }
         let timeout = silenceTimeout
         Task { [weak self] in
             while let self, !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(timeout / 4))
                 let (silent, done) = self.state.withLock { state in
-                    (ContinuousClock.now - state.lastActivity > .seconds(timeout), state.session == nil)
+                    (ContinuousClock.now - state.lastActivity > .seconds(timeout), state.done)
                 }
                 if done { return }
                 if silent { self.cancel(.silent); return }
@@ -83,51 +71,48 @@ final class EventStream: NSObject, URLSessionDataDelegate, @unchecked Sendable {
 
     /// Ends the stream; `items` then finishes, with `ending` as its error when given.
     func cancel(_ ending: Ending? = nil) {
-        let session = state.withLock { state in
+        let reader = state.withLock { state in
             if state.ending == nil { state.ending = ending }
-            return state.session
+            state.done = true
+            return state.reader
         }
-        session?.invalidateAndCancel()
-        if session == nil { continuation.finish() }
+        reader?.cancel()
+        if reader == nil { continuation.finish() }
     }
 
-    // MARK: URLSessionDataDelegate
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void)
-    {
-        let http = response as? HTTPURLResponse
-        let status = http?.statusCode ?? 0
-        let contentType = (http?.value(forHTTPHeaderField: "Content-Type") ?? "").lowercased()
-        let retryAfter = http?.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
-        state.withLock {
-            $0.status = status
-            $0.lastActivity = .now
+    /// Opens the stream and reads it to its end, or until it is cancelled.
+    private func read() async {
+        var failure: (any Error)?
+        do {
+            // The deadline is the head's: the body streams for as long as it lasts.
+            let response = try await HTTPTransport.client.execute(request, deadline: .now() + .seconds(Int64(max(silenceTimeout, 30))))
+            let status = Int(response.status.code)
+            let contentType = (response.headers.first(name: "Content-Type") ?? "").lowercased()
+            let retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
+            state.withLock { $0.lastActivity = .now }
+            continuation.yield(.opened(status: status, contentType: contentType, retryAfter: retryAfter))
+            if status == 200, contentType.hasPrefix("text/event-stream") {
+                for try await chunk in response.body {
+                    var events: [Item] = []
+                    state.withLock { state in
+                        state.lastActivity = .now
+                        state.buffer.append(contentsOf: chunk.readableBytesView)
+                        Self.parse(&state, into: &events)
+                    }
+                    for event in events { continuation.yield(event) }
+                }
+            }
+        } catch {
+            failure = error
         }
-        continuation.yield(.opened(status: status, contentType: contentType, retryAfter: retryAfter))
-        completionHandler(status == 200 && contentType.hasPrefix("text/event-stream") ? .allow : .cancel)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        var events: [Item] = []
-        state.withLock { state in
-            state.lastActivity = .now
-            state.buffer.append(contentsOf: data)
-            Self.parse(&state, into: &events)
-        }
-        for event in events { continuation.yield(event) }
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let ending = state.withLock { state in
-            state.session = nil
+            state.done = true
             return state.ending
         }
-        session.finishTasksAndInvalidate()
         if let ending {
             continuation.finish(throwing: ending)
-        } else if let error, (error as? URLError)?.code != .cancelled {
-            continuation.finish(throwing: ObservableClientError.unreachable(error.localizedDescription))
+        } else if let failure, !(HTTPTransport.mapped(failure) is CancellationError) {
+            continuation.finish(throwing: HTTPTransport.mapped(failure))
         } else {
             continuation.finish()
         }

@@ -1,9 +1,8 @@
+import AsyncHTTPClient
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import JSON
-import Synchronization
+import NIOCore
+import NIOHTTP1
 
 /// One answer of the server: status, headers (names in lower case) and body.
 struct HTTPAnswer: Sendable {
@@ -24,105 +23,125 @@ struct HTTPAnswer: Sendable {
         }
         return nil
     }
+
+    /// The head's fields, names in lower case (a repeated one joined with ", ").
+    static func headers(_ fields: HTTPHeaders) -> [String: String] {
+        var headers: [String: String] = [:]
+        for (name, value) in fields {
+            let name = name.lowercased()
+            headers[name] = headers[name].map { $0 + ", " + value } ?? value
+        }
+        return headers
+    }
 }
 
-/// Requests to one server through one `URLSession`. No cache: every `GET`
-/// must reach the server, which tracks it.
+/// Requests to one server, on AsyncHTTPClient (SwiftNIO): a connection that
+/// waits costs no CPU, where FoundationNetworking's `URLSession` keeps a
+/// core busy on Linux while a stream is open. No cache: every `GET` must
+/// reach the server, which tracks it.
 final class HTTPTransport: Sendable {
     let baseURL: URL
     let token: String?
-    let session: URLSession
+    /// Seconds a request may take, head and body, unless it says otherwise.
+    let requestTimeout: Double
 
-    init(baseURL: URL, token: String?) {
+    /// Largest answer body read (the server's largest is a page of 1,000
+    /// elements or a whole singleton).
+    static let maxBody = 256 * 1024 * 1024
+
+    /// One client for the process, never shut down: its connections are
+    /// kept per server, and an idle one sleeps in the event loop. No read
+    /// timeout of its own: a stream is watched for silence by the client,
+    /// and each request has its deadline (`send`).
+    static let client = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(10)),
+            connectionPool: .init(idleTimeout: .seconds(20)),
+            decompression: .disabled))
+
+    init(baseURL: URL, token: String?, requestTimeout: Double) {
         self.baseURL = baseURL
         self.token = token
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.httpMaximumConnectionsPerHost = 8
-        configuration.timeoutIntervalForRequest = 90
-        session = URLSession(configuration: configuration)
+        self.requestTimeout = requestTimeout
     }
 
-    func url(_ pathAndQuery: String) -> URL {
+    /// Whether the base URL can be sent to: `http` or `https`, with a host.
+    var baseURLError: ObservableClientError? {
+        let scheme = baseURL.scheme?.lowercased()
+        guard scheme == "http" || scheme == "https", let host = baseURL.host, !host.isEmpty else {
+            return .invalidBaseURL(baseURL.absoluteString)
+        }
+        return nil
+    }
+
+    func url(_ pathAndQuery: String) -> String {
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
-        return URL(string: base + pathAndQuery)!
+        return base + pathAndQuery
     }
 
-    func request(_ method: String, _ pathAndQuery: String, body: JSONValue? = nil, headers: [String: String] = [:],
-                 timeout: TimeInterval = 30) -> URLRequest
-    {
-        var request = URLRequest(url: url(pathAndQuery), cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
-        request.httpMethod = method
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    func request(_ method: String, _ pathAndQuery: String, body: JSONValue? = nil, headers: [String: String] = [:]) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url(pathAndQuery))
+        request.method = HTTPMethod(rawValue: method)
+        if let token { request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)") }
+        for (name, value) in headers { request.headers.replaceOrAdd(name: name, value: value) }
         if let body {
-            request.httpBody = Data(JSONWriter.bytes(body))
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.body = .bytes(ByteBuffer(bytes: JSONWriter.bytes(body)))
+            request.headers.replaceOrAdd(name: "Content-Type", value: "application/json")
         }
         return request
     }
 
     /// Sends a request and returns the answer, whatever its status; throws
-    /// `.unreachable` when there is none, and `CancellationError` when the
-    /// calling task is cancelled.
+    /// `.unreachable` when there is none within `timeout` seconds (head
+    /// and body; by default `requestTimeout`), `.invalidBaseURL` at once
+    /// when the base URL cannot be sent to, and `CancellationError` when
+    /// the calling task is cancelled.
     func send(_ method: String, _ pathAndQuery: String, body: JSONValue? = nil, headers: [String: String] = [:],
-              timeout: TimeInterval = 30) async throws -> HTTPAnswer
+              timeout: TimeInterval? = nil) async throws -> HTTPAnswer
     {
-        let request = request(method, pathAndQuery, body: body, headers: headers, timeout: timeout)
-        let box = TaskBox()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPAnswer, any Error>) in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        if (error as? URLError)?.code == .cancelled {
-                            continuation.resume(throwing: CancellationError())
-                        } else {
-                            continuation.resume(throwing: ObservableClientError.unreachable(error.localizedDescription))
-                        }
-                        return
-                    }
-                    guard let http = response as? HTTPURLResponse else {
-                        continuation.resume(throwing: ObservableClientError.unreachable("no HTTP answer"))
-                        return
-                    }
-                    var headers: [String: String] = [:]
-                    for (name, value) in http.allHeaderFields {
-                        if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-                    }
-                    continuation.resume(returning: HTTPAnswer(status: http.statusCode, headers: headers, body: data ?? Data()))
-                }
-                box.set(task)
-                task.resume()
+        let timeout = timeout ?? requestTimeout
+        if let baseURLError { throw baseURLError }
+        let request = request(method, pathAndQuery, body: body, headers: headers)
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9))
+        do {
+            return try await Self.withDeadline(deadline) {
+                let response = try await Self.client.execute(request, deadline: deadline)
+                let body = try await response.body.collect(upTo: Self.maxBody)
+                return HTTPAnswer(status: Int(response.status.code), headers: HTTPAnswer.headers(response.headers),
+                                  body: Data(body.readableBytesView))
             }
-        } onCancel: {
-            box.cancel()
+        } catch {
+            throw Self.mapped(error)
         }
     }
 
-    func invalidate() {
-        session.invalidateAndCancel()
-    }
-}
-
-/// The task of a request, for cancelling it from another thread.
-private final class TaskBox: Sendable {
-    private let state = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
-
-    func set(_ task: URLSessionTask) {
-        let cancelled = state.withLock { state in
-            state.task = task
-            return state.cancelled
+    /// What a failure of AsyncHTTPClient means to the client.
+    static func mapped(_ error: any Error) -> any Error {
+        if error is CancellationError || Task.isCancelled { return CancellationError() }
+        if let error = error as? HTTPClientError, error == .cancelled { return CancellationError() }
+        if error is ObservableClientError { return error }
+        if let error = error as? HTTPClientError, error == .deadlineExceeded {
+            return ObservableClientError.unreachable("no answer in time")
         }
-        if cancelled { task.cancel() }
+        return ObservableClientError.unreachable("\(error)")
     }
 
-    func cancel() {
-        let task = state.withLock { state in
-            state.cancelled = true
-            return state.task
+    /// Runs `operation`, cancelled at `deadline` (then `.deadlineExceeded`).
+    static func withDeadline<T: Sendable>(_ deadline: NIODeadline, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                let nanoseconds = deadline.uptimeNanoseconds > NIODeadline.now().uptimeNanoseconds
+                    ? deadline.uptimeNanoseconds - NIODeadline.now().uptimeNanoseconds : 0
+                try await Task.sleep(nanoseconds: nanoseconds)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else { throw HTTPClientError.deadlineExceeded }
+            return value
         }
-        task?.cancel()
     }
 }

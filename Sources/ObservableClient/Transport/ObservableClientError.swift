@@ -26,12 +26,15 @@ public enum ObservableClientError: Error, Sendable, Equatable, CustomStringConve
     case unreachable(String)
     /// `close()` was called.
     case closed
+    /// The client's base URL is not an `http` or `https` URL with a host:
+    /// every load and write throws this at once, nothing is sent.
+    case invalidBaseURL(String)
 
     /// The server's problem, when it sent one.
     public var problem: Problem? {
         switch self {
         case .conflict(let p), .rejected(let p), .unauthorized(let p), .notFound(let p), .badRequest(let p), .server(let p): p
-        case .unreachable, .closed: nil
+        case .unreachable, .closed, .invalidBaseURL: nil
         }
     }
 
@@ -45,6 +48,7 @@ public enum ObservableClientError: Error, Sendable, Equatable, CustomStringConve
         case .server(let p): "server: \(p)"
         case .unreachable(let reason): "unreachable: \(reason)"
         case .closed: "the client is closed"
+        case .invalidBaseURL(let url): "not an http or https URL with a host: \(url)"
         }
     }
 
