@@ -17,7 +17,7 @@ import Observation
 /// once on the client's actor (`isolation`: by default the one it is made
 /// on, the main actor in an app). Each server element is one object for as
 /// long as the client lives. Call `close()` when done: the feed holds the client.
-public final class ObservableClient: Observable {
+public final class ObservableClient: Observable, @unchecked Sendable {
     /// How the client connects and pages; the defaults suit most apps.
     public struct Configuration: Sendable {
         /// How the feed reaches the client.

@@ -71,6 +71,38 @@ struct IsolationTests {
         watcher.executor.stop()
     }
 
+    /// The objects go where a closure or a task takes them back to the
+    /// client's actor: an `onChange` that reads the new value there, an
+    /// `Observations` sequence of a property, a detached task that hops
+    /// back; each sees what another client wrote.
+    @Test @MainActor func theObjectsAreCarriedBackToTheirActor() async throws {
+        let deployment = try Deployment(.sqlite)
+        defer { deployment.stopAll() }
+        let client = ObservableClient(baseURL: deployment.clientURL, configuration: .quick)
+        let truck = try await client.truck()
+        let glazed = try #require(truck.donuts.first { $0.id == Seed.glazed })
+        let seen = Seen()
+        withObservationTracking { _ = truck.orderCount } onChange: {
+            Task { @MainActor in seen.values.withLock { $0.append(truck.orderCount) } }
+        }
+        let counts = Observations { truck.orderCount }
+        var iterator = counts.makeAsyncIterator()
+        #expect(await iterator.next() == 0)
+        try await eventually { client.connectionState == .live(.stream) }
+        #expect(Raw.send("POST", port: deployment.writerPort, "/truck/orders", Seed.order).status == 201)
+        #expect(await iterator.next() == 1)
+        try await eventually("onChange's task read the new count") { seen.values.withLock { $0 } == [1] }
+        #expect(Raw.send("PATCH", port: deployment.writerPort, "/truck/donuts/\(Seed.glazed)", #"{"name": "Maple"}"#).status == 200)
+        try await eventually { glazed.name == "Maple" }
+        let name = await Task.detached { await MainActor.run { glazed.name } }.value
+        #expect(name == "Maple")
+        await client.close()
+    }
+
+    final class Seen: Sendable {
+        let values = Mutex<[Int]>([])
+    }
+
     /// Outside any actor there is no caller's actor to take: the main one.
     @Test func aClientMadeOutsideAnyActorLivesOnTheMainActor() async throws {
         let client = ObservableClient(baseURL: URL(string: "http://127.0.0.1:9")!)

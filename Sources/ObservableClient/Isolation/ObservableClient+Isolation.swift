@@ -7,8 +7,10 @@
 /// change of a transaction at once, never half of one.
 ///
 /// The async methods run on their caller's actor (the module is built with
-/// `NonisolatedNonsendingByDefault`), and the compiler keeps the objects,
-/// which are not `Sendable`, on the actor that holds them. The work the
+/// `NonisolatedNonsendingByDefault`). The client and its objects are
+/// `Sendable`, so that a closure or a task can carry them back to that
+/// actor (an `onChange`, an `Observations` sequence); a call or a read off
+/// it stops the program with a clear message. The work the
 /// client starts by itself (the feed, a refresh after narrowing) is a task
 /// sent to `isolation`.
 extension ObservableClient {
@@ -16,6 +18,12 @@ extension ObservableClient {
     func checkIsolation(_ function: StaticString = #function) {
         isolation.preconditionIsolated(
             "ObservableClient.\(function) called off the client's actor: use a client and its objects on the actor it was made on")
+    }
+
+    /// Stops with a clear message when an object is read off the client's actor.
+    func checkIsolation(reading type: Any.Type) {
+        isolation.preconditionIsolated(
+            "a property of \(type) read off the client's actor: use a client and its objects on the actor it was made on")
     }
 
     /// Runs `body` with the client as a new task on the client's actor.

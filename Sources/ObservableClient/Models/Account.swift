@@ -2,7 +2,7 @@ import JSON
 import Observation
 
 /// Who is signed in (`/account`).
-public final class Account: RemoteObject {
+public final class Account: RemoteObject, @unchecked Sendable {
     /// The user signed in, or nil.
     public var userName: String? { noteRead(0, \.userName); return _userName }
 

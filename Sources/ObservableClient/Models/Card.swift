@@ -2,7 +2,7 @@ import JSON
 import Observation
 
 /// A card of a memory game (`/games/{id}/cards/{cardId}`).
-public final class Card: Element, Identifiable {
+public final class Card: Element, Identifiable, @unchecked Sendable {
     /// The server's id, which never changes.
     public let id: String
     /// The card's face, an emoji; it never changes.

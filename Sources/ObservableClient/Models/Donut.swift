@@ -5,7 +5,7 @@ import Observation
 ///
 /// One instance per donut for as long as the client holds it: the one in
 /// `truck.donuts` is the one every other read returns.
-public final class Donut: Element, Identifiable {
+public final class Donut: Element, Identifiable, @unchecked Sendable {
     /// The server's id, which never changes.
     public let id: String
     /// The donut's name.

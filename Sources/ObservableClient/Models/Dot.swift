@@ -2,7 +2,7 @@ import JSON
 import Observation
 
 /// A dot of the grid (`/grid/dots/{id}`).
-public final class Dot: Element, Identifiable {
+public final class Dot: Element, Identifiable, @unchecked Sendable {
     /// The server's id, which never changes.
     public let id: String
     /// True while a tap animates the dot.

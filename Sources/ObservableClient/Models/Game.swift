@@ -3,7 +3,7 @@ import Observation
 
 /// A memory game (`/games/{id}`): its cards, which keep their places, and
 /// whether every pair is matched.
-public final class Game: Element, Identifiable {
+public final class Game: Element, Identifiable, @unchecked Sendable {
     /// The server's id, which never changes.
     public let id: String
     /// The cards on the table, in their places.

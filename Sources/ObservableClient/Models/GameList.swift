@@ -3,7 +3,7 @@ import Observation
 
 /// The memory games (`/games`): every one oldest first, or, loaded with a page size, the
 /// newest page first and older pages on demand.
-public final class GameList: ElementList {
+public final class GameList: ElementList, @unchecked Sendable {
     /// The games loaded: every one in the order they were made, or, when
     /// loaded a page at a time, the pages loaded so far, newest first. New
     /// ones arrive at the end, or at the front when paged.

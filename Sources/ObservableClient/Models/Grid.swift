@@ -2,7 +2,7 @@ import JSON
 import Observation
 
 /// The dot grid (`/grid`): ragged rows of dots, which only grow.
-public final class Grid: RemoteObject {
+public final class Grid: RemoteObject, @unchecked Sendable {
     /// The rows, top to bottom, each a row of dots left to right.
     public var rows: [[Dot]] { noteRead(0, \.rows); return _rows }
 

@@ -2,7 +2,7 @@ import JSON
 import Observation
 
 /// A job with progress (`/jobs/{id}`), advanced by the server or reported by clients.
-public final class Job: Element, Identifiable {
+public final class Job: Element, Identifiable, @unchecked Sendable {
     /// The server's id, which never changes.
     public let id: String
     /// How far the job has come, 0…`total`.

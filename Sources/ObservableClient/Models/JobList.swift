@@ -3,7 +3,7 @@ import Observation
 
 /// The jobs (`/jobs`): every one oldest first, or, loaded with a page size, the
 /// newest page first and older pages on demand.
-public final class JobList: ElementList {
+public final class JobList: ElementList, @unchecked Sendable {
     /// The jobs loaded: every one in the order they were made, or, when
     /// loaded a page at a time, the pages loaded so far, newest first. New
     /// ones arrive at the end, or at the front when paged.

@@ -3,7 +3,7 @@ import Observation
 
 /// An order placed at the truck (`/truck/orders/{id}`). Orders never change;
 /// they are placed and cancelled.
-public final class Order: Element, Identifiable {
+public final class Order: Element, Identifiable, @unchecked Sendable {
     /// The server's id, which never changes.
     public let id: String
     /// The id of the donut ordered.

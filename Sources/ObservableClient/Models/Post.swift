@@ -2,7 +2,7 @@ import JSON
 import Observation
 
 /// An image post (`/posts/{id}`). Posts never change; they are added and deleted.
-public final class Post: Element, Identifiable {
+public final class Post: Element, Identifiable, @unchecked Sendable {
     /// The server's id, which never changes.
     public let id: String
     /// The image's address.

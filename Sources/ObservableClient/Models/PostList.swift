@@ -3,7 +3,7 @@ import Observation
 
 /// The image posts (`/posts`): every one oldest first, or, loaded with a page size, the
 /// newest page first and older pages on demand.
-public final class PostList: ElementList {
+public final class PostList: ElementList, @unchecked Sendable {
     /// The posts loaded: every one in the order they were made, or, when
     /// loaded a page at a time, the pages loaded so far, newest first. New
     /// ones arrive at the end, or at the front when paged.

@@ -5,6 +5,11 @@ import Observation
 /// registrar that tells Observation about it, and the bookkeeping of what
 /// the app read and what the server tracks.
 ///
+/// The objects are `Sendable`, so that an `onChange` closure, an
+/// `Observations` sequence or a task can carry them back to the client's
+/// actor; reading one anywhere else stops the program with a clear message
+/// (`noteRead`), as a call of the client does off its actor.
+///
 /// The models are written out by hand instead of with the `@Observable`
 /// macro for one reason: their getters also note which fields the app read
 /// (`readMask`), which `ObservableClient.narrow()` needs and the macro
@@ -44,8 +49,10 @@ extension RemoteObject {
         set(field, value)
     }
 
-    /// Every getter calls this: Observation's access, and the note for narrowing.
+    /// Every getter calls this: the check that it runs on the client's
+    /// actor, Observation's access, and the note for narrowing.
     func noteRead<Member>(_ bit: Int, _ keyPath: KeyPath<Self, Member>) {
+        client?.checkIsolation(reading: Self.self)
         registrar.access(self, keyPath: keyPath)
         let mask: UInt16 = 1 << bit
         readMask |= mask

@@ -2,7 +2,7 @@ import JSON
 import Observation
 
 /// The food truck (`/truck`): its name, menu, orders and order count.
-public final class Truck: CollectionOwner {
+public final class Truck: CollectionOwner, @unchecked Sendable {
     /// The truck's name.
     public var name: String { noteRead(0, \.name); return _name }
     /// The menu, in the order the donuts were added.
