@@ -27,7 +27,9 @@ if CommandLine.arguments[1] == "idle" {
     let url = URL(string: CommandLine.arguments[2])!
     let seconds = Double(CommandLine.arguments[3])!
     let polling = CommandLine.arguments[4] == "long-polling"
-    let client = ObservableClient(baseURL: url, configuration: .init(transport: polling ? .longPolling : .automatic))
+    var configuration = ObservableClient.Configuration()
+    configuration.transport = polling ? .longPolling : .automatic
+    let client = ObservableClient(baseURL: url, configuration: configuration)
     let truck = try await client.truck()
     _ = try await client.grid()
     _ = truck.orderCount
