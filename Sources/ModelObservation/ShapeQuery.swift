@@ -93,23 +93,10 @@ public struct ShapeQuery: Hashable, Sendable {
             }
         }
 
-        static func plain(_ value: JSONValue) -> String {
-            if case .string(let text) = value { return text }
-            return JSONWriter.string(value)
-        }
+        static func plain(_ value: JSONValue) -> String { QueryText.plain(value) }
 
         /// An item of an `in` list, quoted where it holds what would split it.
-        static func listItem(_ value: JSONValue) -> String {
-            let text = plain(value)
-            guard case .string = value, text.isEmpty || text.contains(where: { ",()\"\\".contains($0) }) || text.first == " " || text.last == " "
-            else { return text }
-            var quoted = "\""
-            for character in text {
-                if character == "\\" || character == "\"" { quoted.append("\\") }
-                quoted.append(character)
-            }
-            return quoted + "\""
-        }
+        static func listItem(_ value: JSONValue) -> String { QueryText.listItem(value) }
     }
 
     /// The conditions and sort as a query string says them (`donutId=eq.x&sort=-quantity`):
@@ -494,19 +481,5 @@ extension ShapeQuery {
     }
 
     /// `text` with every byte but letters, digits and `-._~(),` escaped.
-    static func percentEncoded(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "("), UInt8(ascii: ")"),
-                 UInt8(ascii: ","):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                out += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
-            }
-        }
-        return out
-    }
+    static func percentEncoded(_ text: String) -> String { QueryText.percentEncoded(text) }
 }

@@ -121,7 +121,10 @@ extension ObservableClient {
         let path = Object.path(id: id, parent: parent)
         let answer = try await read(path)
         guard let json = answer.json else { throw ObservableClientError.unreachable("\(path) answered no JSON") }
-        readContext = context(of: answer, force: false)
+        // An object not tracked whole (it left a query, or was narrowed) is
+        // behind the feed: the read's values are taken.
+        let behind = objects[path].map { $0.trackedMask != Swift.type(of: $0).allFields } ?? false
+        readContext = context(of: answer, force: behind)
         defer { readContext = ReadContext(applies: false, cursor: 0) }
         let object = element(Object.self, json, parent: parent)
         loaded.elements.insert(path)

@@ -156,6 +156,8 @@ public final class ObservableClient: Observable, @unchecked Sendable {
     var loaded = LoadedResources()
     var pendingRefreshes: [String: UInt16] = [:]
     var refreshTask: Task<Void, Never>?
+    /// The query lists, by collection path, `?` and canonical query.
+    var queryLists: [String: any AnyQueryList] = [:]
 
     /// Whether a read's values replace those of objects already held: yes when
     /// the read is newer than the feed (then changes up to its cursor are
@@ -286,6 +288,9 @@ public final class ObservableClient: Observable, @unchecked Sendable {
         }
         for case let list as any PagedList in [objects["/jobs"], objects["/games"], objects["/posts"]] {
             try await reload(list)
+        }
+        for list in queryLists.values {
+            list.take(try await read(list.read), from: self)
         }
         for path in loaded.elements.sorted() {
             guard let object = objects[path] else { continue }

@@ -11,6 +11,8 @@ struct FeedChange: Sendable {
     let operation: Operation
     let old: JSONValue?
     let new: JSONValue?
+    /// The query read it is for (its canonical conditions and sort), if any.
+    var query: String? = nil
 }
 
 /// What one poll answers, or one stream event carries: whole transactions,
@@ -33,7 +35,8 @@ struct FeedAnswer: Sendable {
             guard let seq = item["seq"]?.intValue, let path = item["path"]?.stringValue,
                   let op = item["op"]?.stringValue.flatMap(FeedChange.Operation.init(rawValue:))
             else { continue }  // an operation this client does not know: skipped, not fatal
-            changes.append(FeedChange(seq: seq, path: path, operation: op, old: item["old"], new: item["new"]))
+            changes.append(FeedChange(seq: seq, path: path, operation: op, old: item["old"], new: item["new"],
+                                      query: item["query"]?.stringValue))
         }
         self.cursor = cursor
         self.changes = changes

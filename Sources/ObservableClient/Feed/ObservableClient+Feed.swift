@@ -155,6 +155,15 @@ extension ObservableClient {
         var repairs: [(path: String, elements: [JSONValue])] = []
         var repaired = false
         for change in answer.changes {
+            if let query = change.query {
+                // For the query list of that read: its membership; a field's
+                // set also reaches the element, as any object's does.
+                queryLists[change.path + "?" + query]?.apply(change, client: self)
+                if change.operation == .set, let list = queryList(holding: change.path, query: query) {
+                    list.apply(change, client: self)
+                }
+                guard change.operation == .set else { continue }
+            }
             guard let (target, field) = target(of: change.path) else { continue }
             if change.operation == .repair {
                 repaired = true
