@@ -101,4 +101,29 @@ struct QueryListTests {
         #expect(!tallest.hasMore)
         await client.close()
     }
+
+    /// A field that cannot be queried, or a value of the wrong type, is the
+    /// server's `400`, and loads nothing.
+    @Test func aQueryTheServerRefusesIsABadRequest() async throws {
+        let deployment = try Deployment(.sqlite)
+        defer { deployment.stopAll() }
+        let client = ObservableClient(baseURL: deployment.clientURL, configuration: .quick)
+        for load in [{ _ = try await client.orders(where: [.equal("name", "x")]) },
+                     { _ = try await client.orders(where: [.atLeast("quantity", "many")]) },
+                     { _ = try await client.posts(sortedBy: .ascending("imageURL")) }] as [() async throws -> Void]
+        {
+            do {
+                try await load()
+                Issue.record("a refused query loaded")
+            } catch let error as ObservableClientError {
+                guard case .badRequest(let problem) = error else {
+                    Issue.record("expected .badRequest, got \(error)")
+                    continue
+                }
+                #expect(problem.status == 400)
+            }
+        }
+        #expect(client.queryLists.isEmpty)
+        await client.close()
+    }
 }
