@@ -28,9 +28,12 @@ while let argument = arguments.popFirst() {
 let client = ObservableClient(baseURL: url, token: token)
 let truck: Truck
 let grid: Grid
+let biggest: QueryList<Order>
 do {
     truck = try await client.truck()
     grid = try await client.grid()
+    // A query read kept current: the five biggest orders, whatever the donut.
+    biggest = try await client.orders(sortedBy: .descending("quantity"), limit: 5)
 } catch {
     print("cannot load from \(url): \(error)")
     exit(1)
@@ -39,15 +42,7 @@ do {
 /// The table, reading exactly what it shows.
 @MainActor func table() -> String {
     var lines: [String] = []
-    let state: String
-    switch client.connectionState {
-    case .live(let kind): state = "live (\(kind == .stream ? "stream" : "long-polling"))"
-    case .reconnecting(let attempt, let error): state = "reconnecting, attempt \(attempt)\(error.map { ": \($0)" } ?? "")"
-    case .connecting: state = "connecting"
-    case .idle: state = "idle"
-    case .closed: state = "closed"
-    }
-    lines.append("\(truck.name) — \(truck.orderCount) orders — \(url.absoluteString) \(state)")
+    lines.append("\(truck.name) — \(truck.orderCount) orders — \(url.absoluteString) \(client.connectionState)")
     lines.append("")
     lines.append("MENU")
     for donut in truck.donuts {
@@ -61,6 +56,12 @@ do {
         lines.append("  \(order.quantity) × \(names[order.donutId] ?? "(off the menu)")")
     }
     if truck.orders.isEmpty { lines.append("  none") }
+    lines.append("")
+    lines.append("BIGGEST ORDERS  (a query: sort=-quantity, limit 5)")
+    for order in biggest.elements.prefix(5) {
+        lines.append("  \(order.quantity) × \(names[order.donutId] ?? "(off the menu)")")
+    }
+    if biggest.elements.isEmpty { lines.append("  none") }
     lines.append("")
     lines.append("GRID  (● tapped, ◆ random, · still)")
     for row in grid.rows {
