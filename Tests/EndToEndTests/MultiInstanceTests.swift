@@ -311,7 +311,7 @@ import TestSupport
         }.start()
         try waitUntil(timeout: 10) { (try? b.get("/metrics").text.contains("observable_longpolls_parked 1")) ?? false }
         // B is cut off (stopped) while A writes and the journal is pruned.
-        kill(servers[1].process.processIdentifier, SIGSTOP)
+        try stopProcess(servers[1].process.processIdentifier)
         for _ in 0..<3 { #expect(try a.post("/truck/orders", Self.order).status == 201) }
         let created = try a.post("/truck/donuts", ["name": "Cruller"])
         let donut = try #require(created.json["id"]?.stringValue)
@@ -338,7 +338,7 @@ import TestSupport
         for round in 0..<8 {
             let observer = try a.observer()
             _ = try a.get("/truck/orderCount", observer: observer)
-            kill(servers[0].process.processIdentifier, SIGSTOP)
+            try stopProcess(servers[0].process.processIdentifier)
             let parked = Locked<TestResponse?>(nil)
             Thread {
                 let response = try? b.changes(observer, timeout: 20)

@@ -102,9 +102,15 @@ final class Deployment {
         clientServer = try ServerInstance(database: database, port: clientPort, folder: folder, arguments: arguments)
     }
 
-    /// Sends `signal` to the client's server, leaving it be (SIGSTOP, SIGCONT).
+    /// Sends `signal` to the client's server, leaving it be (SIGSTOP, SIGCONT);
+    /// returns once a SIGSTOP has stopped it.
     func signalClientServer(_ signal: Int32) {
-        if let process = clientServer?.process { kill(process.processIdentifier, signal) }
+        guard let process = clientServer?.process else { return }
+        if signal == SIGSTOP {
+            try? stopProcess(process.processIdentifier)
+        } else {
+            kill(process.processIdentifier, signal)
+        }
     }
 
     /// Takes the client's server away: stopped on its port, the database
