@@ -52,6 +52,27 @@ struct QueryListTests {
         await client.close()
     }
 
+    /// The donuts with a glaze, by glaze: a glaze changed to another moves
+    /// its donut to its new place, one cleared leaves, and the list stays
+    /// what a fresh read shows.
+    @Test(arguments: Engine.allCases)
+    func donutsByGlazeMoveWhenTheirGlazeChanges(engine: Engine) async throws {
+        let deployment = try Deployment(engine)
+        defer { deployment.stopAll() }
+        let client = ObservableClient(baseURL: deployment.clientURL, configuration: .quick)
+        let glazed = try await client.donuts(where: [.isNotNull("glaze")], sortedBy: .ascending("glaze"))
+        #expect(glazed.elements.map(\.glaze) == ["chocolate", "maple", "strawberry", "sugar"])
+        try await eventually { client.connectionState == .live(.stream) }
+        let port = deployment.writerPort
+        #expect(Raw.send("PATCH", port: port, "/truck/donuts/\(Seed.glazed)", #"{"glaze": "apple"}"#).status == 200)
+        try await eventually("the donut moves first") { glazed.elements.first?.id == Seed.glazed }
+        #expect(glazed.elements.map(\.glaze) == ["apple", "chocolate", "maple", "strawberry"])
+        #expect(Raw.send("PATCH", port: port, "/truck/donuts/\(Seed.chocolate)", #"{"glaze": null}"#).status == 200)
+        try await eventually("the donut without a glaze leaves") { glazed.elements.count == 3 }
+        #expect(glazed.elements.map(\.id) == Self.freshIDs(deployment, "/truck/donuts?glaze=not.is.null&sort=glaze", "donuts"))
+        await client.close()
+    }
+
     /// The jobs still running: a new one joins, one that completes leaves.
     @Test(arguments: Engine.allCases)
     func theJobsStillRunning(engine: Engine) async throws {

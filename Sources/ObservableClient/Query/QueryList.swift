@@ -98,7 +98,7 @@ public final class QueryList<Item: AnyObject & Identifiable>: Observable, AnyQue
             guard let new = change.new, let id = new.id, !_elements.contains(where: { $0.id == id }) else { return }
             note(new)
             var elements = _elements
-            elements.insert(element(client, new), at: place(of: id))
+            elements.insert(element(client, new), at: place(of: id, among: elements))
             set(elements)
         case .remove:
             guard let id = change.old?.id else { return }
@@ -120,8 +120,7 @@ public final class QueryList<Item: AnyObject & Identifiable>: Observable, AnyQue
             sortValues[id] = change.new ?? .null
             var elements = _elements
             let item = elements.remove(at: index)
-            set(elements)
-            elements.insert(item, at: place(of: id))
+            elements.insert(item, at: place(of: id, among: elements))
             set(elements)
         }
     }
@@ -136,14 +135,14 @@ public final class QueryList<Item: AnyObject & Identifiable>: Observable, AnyQue
     /// in the query's order: by the sort field's value, and among equal
     /// values by position, which ids follow (they are made in creation
     /// order; a new element goes last ascending, first descending).
-    private func place(of id: String) -> Int {
+    private func place(of id: String, among elements: [Item]) -> Int {
         let value = sortValues[id] ?? .null
         let descending = sort?.descending ?? false
-        return _elements.firstIndex { other in
+        return elements.firstIndex { other in
             var order = Self.compare(value, sortValues[other.id] ?? .null)
             if order == 0 { order = id < other.id ? -1 : id > other.id ? 1 : 0 }
             return descending ? order > 0 : order < 0
-        } ?? _elements.count
+        } ?? elements.count
     }
 
     private func set(_ elements: [Item]) {
