@@ -156,13 +156,14 @@ extension ObservableClient {
         var repaired = false
         for change in answer.changes {
             if let query = change.query {
-                // For the query list of that read: its membership; a field's
-                // set also reaches the element, as any object's does.
-                queryLists[change.path + "?" + query]?.apply(change, client: self)
-                if change.operation == .set, let list = queryList(holding: change.path, query: query) {
-                    list.apply(change, client: self)
+                // A change of a query read's membership is its list's alone;
+                // a field's set reaches the list (the element may move) and
+                // the element, as any object's does.
+                guard change.operation == .set else {
+                    queryLists[change.path + "?" + query]?.apply(change, client: self)
+                    continue
                 }
-                guard change.operation == .set else { continue }
+                queryList(holding: change.path, query: query)?.apply(change, client: self)
             }
             guard let (target, field) = target(of: change.path) else { continue }
             if change.operation == .repair {

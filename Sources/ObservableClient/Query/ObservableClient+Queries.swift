@@ -51,16 +51,15 @@ extension ObservableClient {
                          element: @escaping (ObservableClient, JSONValue) -> Item) async throws -> QueryList<Item>
     {
         let key = QueryKey(conditions: conditions, sort: sort)
-        let made = QueryList(client: self, collection: collection, listKey: listKey, key: key, limit: limit.map { min(max($0, 1), 1000) },
-                             element: element)
-        let answer = try await read(made.read)
-        let name = collection + "?" + made.query
-        let list = (queryLists[name] as? QueryList<Item>).flatMap { $0.read == made.read ? $0 : nil } ?? made
+        let name = collection + "?" + key.text
+        let read = QueryList<Item>.read(collection, key, limit: limit.map { min(max($0, 1), 1000) })
+        let answer = try await self.read(read)
+        // The list of this read, or a new one (in place of one with another limit).
+        let list = (queryLists[name] as? QueryList<Item>).flatMap { $0.read == read ? $0 : nil }
+            ?? QueryList(client: self, collection: collection, listKey: listKey, key: key, read: read, element: element)
         readContext = context(of: answer, force: false)
         defer { readContext = ReadContext(applies: false, cursor: 0) }
-        if list.freshAt < 0 || readContext.applies || list !== queryLists[name] as AnyObject? {
-            list.take(answer, from: self)
-        }
+        if list.freshAt < 0 || readContext.applies { list.take(answer, from: self) }
         queryLists[name] = list
         return list
     }

@@ -51,7 +51,7 @@ public final class QueryList<Item: AnyObject & Identifiable>: Observable, AnyQue
     /// The client's object for an element's JSON.
     let element: (ObservableClient, JSONValue) -> Item
 
-    init(client: ObservableClient, collection: String, listKey: String, key: QueryKey, limit: Int?,
+    init(client: ObservableClient, collection: String, listKey: String, key: QueryKey, read: String,
          element: @escaping (ObservableClient, JSONValue) -> Item)
     {
         self.client = client
@@ -59,8 +59,13 @@ public final class QueryList<Item: AnyObject & Identifiable>: Observable, AnyQue
         self.listKey = listKey
         query = key.text
         sort = key.sort
-        read = collection + "?" + key.urlQuery + (limit.map { "&limit=\($0)" } ?? "")
+        self.read = read
         self.element = element
+    }
+
+    /// The read of a query of `collection`: path, conditions, sort and `limit`.
+    static func read(_ collection: String, _ key: QueryKey, limit: Int?) -> String {
+        collection + "?" + key.urlQuery + (limit.map { "&limit=\($0)" } ?? "")
     }
 
     /// Loads the next page of the query (its `Link`), widening the window
