@@ -123,6 +123,37 @@ struct QueryListTests {
         await client.close()
     }
 
+    /// A client whose cursor fell behind the change log's retention gets its
+    /// query list repaired: the window as it stands, the objects' values
+    /// those of now.
+    @Test(arguments: Engine.allCases)
+    func aQueryListPastRetentionIsRepaired(engine: Engine) async throws {
+        let deployment = try Deployment(engine, arguments: ["--retain-changes", "2"])
+        defer { deployment.stopAll() }
+        let client = ObservableClient(baseURL: deployment.clientURL, configuration: .quick)
+        let plain = try await client.donuts(where: [.equal("dough", "plain")])
+        let glazed = try #require(plain.elements.first { $0.id == Seed.glazed })
+        try await eventually { client.connectionState == .live(.stream) }
+
+        try deployment.takeClientServerAway()
+        let port = deployment.writerPort
+        #expect(Raw.send("PATCH", port: port, "/truck/donuts/\(Seed.glazed)", #"{"name": "Maple Glazed"}"#).status == 200)
+        #expect(Raw.send("PATCH", port: port, "/truck/donuts/\(Seed.strawberry)", #"{"dough": "chocolate"}"#).status == 200)
+        #expect(Raw.send("PATCH", port: port, "/truck", #"{"name": "Donut Truck"}"#).status == 200)
+        #expect(Raw.send("PATCH", port: port, "/truck", #"{"name": "Food Truck 2"}"#).status == 200)
+        let probe = try #require(Raw.send("POST", port: port, "/observers").json["id"] as? String)
+        try await eventually("the log is pruned") {
+            Raw.send("GET", port: port, "/observer/changes?since=0&timeout=0", headers: ["Observer": probe]).status == 410
+        }
+        try deployment.bringClientServerBack()
+
+        try await eventually("the repair arrives") { !plain.elements.contains { $0.id == Seed.strawberry } }
+        #expect(plain.elements.first === glazed)
+        #expect(glazed.name == "Maple Glazed")
+        #expect(plain.elements.map(\.id) == Self.freshIDs(deployment, "/truck/donuts?dough=eq.plain", "donuts"))
+        await client.close()
+    }
+
     /// A field that cannot be queried, or a value of the wrong type, is the
     /// server's `400`, and loads nothing.
     @Test func aQueryTheServerRefusesIsABadRequest() async throws {

@@ -113,6 +113,9 @@ public final class QueryList<Item: AnyObject & Identifiable>: Observable, AnyQue
             // the next read of one reads it again (as after a narrowing).
             client.objects[collection + "/" + id]?.trackedMask = 0
         case .repair:
+            // The window as it is now: its values replace what the objects hold.
+            client.readContext = ObservableClient.ReadContext(applies: true, cursor: change.seq)
+            defer { client.readContext = ObservableClient.ReadContext(applies: false, cursor: 0) }
             let list = change.new?.arrayValue ?? []
             sortValues = [:]
             for json in list { note(json) }
