@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -18,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // The client's HTTP: SwiftNIO underneath, so that a waiting stream costs no CPU.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The client's @RemoteModel macro.
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
     ],
     targets: [
         // libmicrohttpd as Debian ships it, and the C the Swift side calls it
@@ -118,9 +121,18 @@ let package = Package(
         // only: never the server, libmicrohttpd, SQLite or libpq.
         .target(
             name: "ObservableClient",
-            dependencies: ["JSON", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            dependencies: ["JSON", "ObservableClientMacros", .product(name: "AsyncHTTPClient", package: "async-http-client")],
             // Async methods run on their caller's actor: the client and its objects stay on one.
             swiftSettings: [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
+        ),
+        // @RemoteModel: a class's stored properties become tracked, decoded,
+        // narrowed and written back fields of a server resource.
+        .macro(
+            name: "ObservableClientMacros",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
         ),
         // A terminal example of the client: a live table of the truck and the grid.
         .executableTarget(name: "observable-watch", dependencies: ["ObservableClient"]),
@@ -134,6 +146,12 @@ let package = Package(
         ),
         // The client against real servers started as child processes.
         .testTarget(name: "ObservableClientTests", dependencies: ["ObservableClient", "JSON", "TestSupport"]),
+        // Models declared in a user's own code, as an app declares them: only ObservableClient imported.
+        .testTarget(name: "DeclaredModelTests", dependencies: ["ObservableClient", "TestSupport"]),
+        .testTarget(
+            name: "ObservableClientMacrosTests",
+            dependencies: ["ObservableClientMacros", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
+        ),
         .testTarget(name: "APITests", dependencies: ["API", "HTTPServer", "ModelStore", "JSON"]),
         .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency", "TestSupport"]),
         .testTarget(

@@ -7,72 +7,74 @@ extension ObservableClient {
     /// Loads the truck: its name, menu, order count and newest page of orders
     /// (`Configuration.ordersPageSize`), tracked from now on. Again, the same object.
     public func truck() async throws -> Truck {
-        let answer = try await read("/truck?orders.limit=\(configuration.ordersPageSize)&orders.order=desc")
-        let truck = singleton(Truck.self, "/truck") { Truck(client: self) }
+        let answer = try await read(firstRead(of: Truck.self))
+        let truck = singleton(Truck.self)
         if truck.freshAt < 0 || context(of: answer, force: false).applies {
             truck.nextOrders = answer.nextLink
             truck.orderPages = 1
         }
         take(answer, into: truck)
-        loaded.truck = true
+        loaded.singletons.insert(truck.path)
         return truck
     }
 
     /// Loads the dot grid, tracked from now on.
-    public func grid() async throws -> Grid {
-        try await loadSingleton("/grid", noting: \.grid) { Grid(client: self) }
-    }
+    public func grid() async throws -> Grid { try await load(Grid.self) }
 
     /// Loads who is signed in, tracked from now on.
-    public func account() async throws -> Account {
-        try await loadSingleton("/account", noting: \.account) { Account(client: self) }
-    }
+    public func account() async throws -> Account { try await load(Account.self) }
 
-    /// Reads the singleton at `path` into its one object, made with `make`
-    /// the first time, and notes it as loaded (to read again with a new observer).
-    func loadSingleton<Object: RemoteObject>(_ path: String, noting flag: WritableKeyPath<LoadedResources, Bool>,
-                                              make: () -> Object) async throws -> Object
-    {
-        let answer = try await read(path)
-        let object = singleton(Object.self, path, make: make)
+    /// Loads a model the server has one of (`@RemoteModel("/account")`),
+    /// tracked from now on: again, the same object. A collection field marked
+    /// `@Paged` holds its newest page (`Configuration.ordersPageSize`).
+    public func load<Model: RemoteSingleton>(_ type: Model.Type) async throws -> Model {
+        let answer = try await read(firstRead(of: Model.self))
+        let object = singleton(Model.self)
         take(answer, into: object)
-        loaded[keyPath: flag] = true
+        loaded.singletons.insert(object.path)
         return object
     }
+
+    /// The read that loads a singleton: its path, with the first page of each paged field.
+    func firstRead<Model: RemoteModel>(of type: Model.Type, path: String? = nil) -> String {
+        let paged = Model._$schema.fields.filter { $0.kind == .elements(paged: true) }.map(\.name)
+        let path = path ?? (Model.self as? any RemoteSingleton.Type)?._$singletonPath ?? ""
+        guard !paged.isEmpty else { return path }
+        return path + "?" + paged.map { "\($0).limit=\(configuration.ordersPageSize)&\($0).order=desc" }.joined(separator: "&")
+    }
+
+    func firstRead<Model: RemoteModel>(of object: Model) -> String { firstRead(of: Model.self, path: object.path) }
 
     /// Loads every job, tracked from now on: new ones join, deleted ones leave.
     /// With `pageSize`, only the newest page of them, newest first, and
     /// older pages with `loadMore()`. The first load decides which.
-    public func jobs(pageSize: Int? = nil) async throws -> JobList {
-        try await loadList(JobList.self, "/jobs", pageSize: pageSize) { JobList(client: self) }
-    }
+    public func jobs(pageSize: Int? = nil) async throws -> JobList { try await list(Job.self, pageSize: pageSize) }
 
-    /// Loads every memory game, tracked from now on: new ones join, deleted ones leave.
+    /// Loads every memory game, as `jobs(pageSize:)` does.
+    public func games(pageSize: Int? = nil) async throws -> GameList { try await list(Game.self, pageSize: pageSize) }
+
+    /// Loads every post, as `jobs(pageSize:)` does.
+    public func posts(pageSize: Int? = nil) async throws -> PostList { try await list(Post.self, pageSize: pageSize) }
+
+    /// Loads the collection of a model (`@RemoteModel("/posts/{id}")`:
+    /// `/posts`), tracked from now on: new elements join, deleted ones leave.
     /// With `pageSize`, only the newest page of them, newest first, and
-    /// older pages with `loadMore()`. The first load decides which.
-    public func games(pageSize: Int? = nil) async throws -> GameList {
-        try await loadList(GameList.self, "/games", pageSize: pageSize) { GameList(client: self) }
-    }
-
-    /// Loads every post, tracked from now on: new ones join, deleted ones leave.
-    /// With `pageSize`, only the newest page of them, newest first, and
-    /// older pages with `loadMore()`. The first load decides which.
-    public func posts(pageSize: Int? = nil) async throws -> PostList {
-        try await loadList(PostList.self, "/posts", pageSize: pageSize) { PostList(client: self) }
-    }
-
-    func loadList<List: PagedList>(_ type: List.Type, _ path: String, pageSize: Int?, make: () -> List) async throws -> List {
-        let existing = objects[path] as? List
+    /// older pages with `loadMore()`. The first load decides which; again,
+    /// the same list.
+    public func list<Item: RemoteElement>(_ type: Item.Type, pageSize: Int? = nil) async throws -> RemoteList<Item> {
+        let path = Item.collectionPath
+        let existing = objects[path] as? RemoteList<Item>
         let size = existing == nil ? pageSize.map { min(max($0, 1), 1000) } : existing?.pageSize
         let query = size.map { "\(path)?limit=\($0)&order=desc" } ?? path
         let answer = try await read(query)
-        let list = singleton(List.self, path, make: make)
+        let list = singleton(RemoteList<Item>.self)
         if list.freshAt < 0 || context(of: answer, force: false).applies {
             list.pageSize = size
             list.nextPage = size == nil ? nil : answer.nextLink
             list.pages = 1
         }
         take(answer, into: list)
+        loaded.lists.insert(path)
         return list
     }
 
@@ -103,18 +105,18 @@ extension ObservableClient {
     }
 
     /// Loads one job, tracked from now on.
-    public func job(id: String) async throws -> Job {
-        try await loadElement(Job.self, id: id, parent: "/jobs")
-    }
+    public func job(id: String) async throws -> Job { try await load(Job.self, id: id) }
 
     /// Loads one memory game with its cards, tracked from now on.
-    public func game(id: String) async throws -> Game {
-        try await loadElement(Game.self, id: id, parent: "/games")
-    }
+    public func game(id: String) async throws -> Game { try await load(Game.self, id: id) }
 
     /// Loads one donut, tracked from now on; the same object as in `truck.donuts`.
-    public func donut(id: String) async throws -> Donut {
-        try await loadElement(Donut.self, id: id, parent: "/truck")
+    public func donut(id: String) async throws -> Donut { try await load(Donut.self, id: id) }
+
+    /// Loads one element of a collection (`@RemoteModel("/posts/{id}")`) by
+    /// its id, tracked from now on: the same object as in the lists that hold it.
+    public func load<Item: RemoteElement>(_ type: Item.Type, id: String) async throws -> Item {
+        try await loadElement(Item.self, id: id, parent: "")
     }
 
     func loadElement<Object: Element>(_ type: Object.Type, id: String, parent: String) async throws -> Object {
@@ -138,7 +140,7 @@ extension ObservableClient {
         readContext = ReadContext(applies: true, cursor: answer.cursor ?? 0)
         defer { readContext = ReadContext(applies: false, cursor: 0) }
         let known = Set(truck._orders.map(\.id))
-        let added = orders.filter { !known.contains($0.id ?? "") }.map { element(Order.self, $0, parent: "/truck") }
+        let added = orders.filter { !known.contains($0.id ?? "") }.map { element(Order.self, $0, parent: truck.path) }
         truck.update(\.orders, \._orders, truck._orders + added)
         truck.nextOrders = answer.nextLink
         truck.orderPages += 1
@@ -149,11 +151,11 @@ extension ObservableClient {
         return ReadContext(applies: force || cursor > self.cursor, cursor: cursor)
     }
 
-    /// The object at `path`, made the first time.
-    func singleton<Object: RemoteObject>(_ type: Object.Type, _ path: String, make: () -> Object) -> Object {
-        if let object = objects[path] as? Object { return object }
-        let object = make()
-        objects[path] = object
+    /// The one object of a singleton model, made the first time.
+    func singleton<Object: RemoteSingleton>(_ type: Object.Type) -> Object {
+        if let object = objects[Object._$singletonPath] as? Object { return object }
+        let object = Object(_$client: self)
+        objects[object.path] = object
         return object
     }
 
@@ -182,20 +184,18 @@ extension ObservableClient {
             }
             return object
         }
-        let object = Object(id: id, path: path, client: self)
+        let object = Object(_$id: id, path: path, client: self)
         object.load(json)
         object.freshAt = readContext.cursor
         objects[path] = object
         return object
     }
 
-    /// Drops a removed element (and what it holds) from the client's objects.
+    /// Drops a removed element (and the elements it holds) from the client's objects.
     func forget(_ path: String) {
-        if let game = objects[path] as? Game {
-            for card in game._cards { objects[card.path] = nil }
-        }
-        objects[path] = nil
+        guard let object = objects.removeValue(forKey: path) else { return }
         loaded.elements.remove(path)
+        for element in object.heldElements { forget(element.path) }
     }
 
     /// The object a write answered made, read with the observer so it is

@@ -171,8 +171,8 @@ public final class ObservableClient: Observable, @unchecked Sendable {
     /// What was loaded, to read again with a new observer (besides the
     /// lists, which are read again when the client has them).
     struct LoadedResources {
-        var truck = false, grid = false, account = false
-        var elements: Set<String> = []
+        /// The paths of the singletons and lists loaded, and of the elements loaded by id.
+        var singletons: Set<String> = [], lists: Set<String> = [], elements: Set<String> = []
     }
 
     /// Makes a client for the server at `baseURL`. Nothing is sent until the
@@ -272,22 +272,24 @@ public final class ObservableClient: Observable, @unchecked Sendable {
     /// Reads again, with the (new) observer, everything the objects hold,
     /// taking the values as they are now.
     func reloadAll() async throws {
-        if loaded.truck, let truck = objects["/truck"] as? Truck {
-            let (orders, next, answer) = try await readPages(
-                "/truck?orders.limit=\(configuration.ordersPageSize)&orders.order=desc", pages: truck.orderPages, key: "orders")
-            guard let json = answer.json else { return }
-            readContext = ReadContext(applies: true, cursor: answer.cursor ?? 0)
-            truck.load(json)
-            truck.set("orders", .array(orders))
-            readContext = ReadContext(applies: false, cursor: 0)
-            truck.freshAt = answer.cursor ?? 0
-            truck.nextOrders = next
+        for path in loaded.singletons.sorted() {
+            guard let object = objects[path] else { continue }
+            if let truck = object as? Truck {
+                // Its orders as far as they were paged.
+                let (orders, next, answer) = try await readPages(firstRead(of: Truck.self), pages: truck.orderPages, key: "orders")
+                guard let json = answer.json else { continue }
+                readContext = ReadContext(applies: true, cursor: answer.cursor ?? 0)
+                truck.load(json)
+                truck.set("orders", .array(orders))
+                readContext = ReadContext(applies: false, cursor: 0)
+                truck.freshAt = answer.cursor ?? 0
+                truck.nextOrders = next
+            } else {
+                take(try await read(firstRead(of: object)), into: object, force: true)
+            }
         }
-        for (flag, path) in [(loaded.grid, "/grid"), (loaded.account, "/account")] where flag {
-            if let object = objects[path] { take(try await read(path), into: object, force: true) }
-        }
-        for case let list as any PagedList in [objects["/jobs"], objects["/games"], objects["/posts"]] {
-            try await reload(list)
+        for path in loaded.lists.sorted() {
+            if let list = objects[path] as? any PagedList { try await reload(list) }
         }
         for list in queryLists.values {
             list.take(try await read(list.read), from: self)

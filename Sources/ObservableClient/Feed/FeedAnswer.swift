@@ -1,7 +1,7 @@
 import JSON
 
 /// One change of the feed, as the server sends it.
-struct FeedChange: Sendable {
+public struct FeedChange: Sendable {
     enum Operation: String, Sendable {
         case set, insert, remove, repair
     }

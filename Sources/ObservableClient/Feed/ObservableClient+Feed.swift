@@ -168,7 +168,7 @@ extension ObservableClient {
             guard let (target, field) = target(of: change.path) else { continue }
             if change.operation == .repair {
                 repaired = true
-                if target is any CollectionOwner, case .array(let elements) = change.new {
+                if target._$isCollection(field), case .array(let elements) = change.new {
                     if let index = repairs.firstIndex(where: { $0.path == change.path }) {
                         repairs[index].elements += elements
                     } else {
@@ -186,20 +186,23 @@ extension ObservableClient {
             target.apply(change, field: field)
         }
         for repair in repairs {
-            guard let (target, field) = target(of: repair.path), let owner = target as? any CollectionOwner else { continue }
+            guard let (target, field) = target(of: repair.path) else { continue }
             readContext = ReadContext(applies: true, cursor: answer.cursor)
-            owner.replace(field, with: repair.elements, repaired: true)
+            target.replace(field, with: repair.elements, repaired: true)
             readContext = ReadContext(applies: false, cursor: 0)
         }
         cursor = max(cursor, answer.cursor)
         if !answer.changes.isEmpty {
             registrar.withMutation(of: self, keyPath: \.changesApplied) { _changesApplied += answer.changes.count }
         }
-        // A repair does not cover the grid's rows: read them again.
-        if repaired, loaded.grid {
-            _ = spawn { client in
-                if let answer = try? await client.read("/grid"), let grid = client.objects["/grid"] {
-                    client.take(answer, into: grid, force: true)
+        // A repair does not cover rows (the grid's): read them again.
+        if repaired {
+            for path in loaded.singletons.sorted() {
+                guard let object = objects[path], object.hasRows else { continue }
+                _ = spawn { client in
+                    if let answer = try? await client.read(path), let object = client.objects[path] {
+                        client.take(answer, into: object, force: true)
+                    }
                 }
             }
         }

@@ -1,26 +1,8 @@
-import JSON
-import Observation
-
 /// Who is signed in (`/account`).
-public final class Account: RemoteObject, @unchecked Sendable {
+@RemoteModel("/account")
+public final class Account {
     /// The user signed in, or nil.
-    public var userName: String? { noteRead(0, \.userName); return _userName }
-
-    var _userName: String?
-    let path = "/account"
-    let registrar = ObservationRegistrar()
-    weak var client: ObservableClient?
-    var readMask: UInt16 = 0, trackedMask: UInt16 = Account.allFields
-    var freshAt: Int64 = -1
-    static let fields = ["userName"]
-
-    init(client: ObservableClient) {
-        self.client = client
-    }
-
-    func set(_ field: String, _ value: JSONValue) {
-        if field == "userName" { update(\.userName, \._userName, value.optionalString) }
-    }
+    public var userName: String?
 
     /// Signs `userName` in (`POST /account/login`), replacing whoever was.
     public func signIn(userName: String) async throws {

@@ -1,49 +1,44 @@
 import JSON
-import Observation
 
 /// A job with progress (`/jobs/{id}`), advanced by the server or reported by clients.
-public final class Job: Element, Identifiable, @unchecked Sendable {
+@RemoteModel("/jobs/{id}")
+public final class Job {
     /// The server's id, which never changes.
     public let id: String
-    /// How far the job has come, 0…`total`.
-    public var current: Int { noteRead(0, \.current); return _current }
-    /// Where the job ends.
-    public var total: Int { noteRead(0, \.total); return _total }
+    /// How far the job has come, and where it ends.
+    public var progress: Progress
     /// True once `current` reached `total`.
-    public var isComplete: Bool { noteRead(1, \.isComplete); return _isComplete }
+    public var isComplete: Bool
+
+    /// How far a job has come (`progress`).
+    public struct Progress: RemoteValue, RemoteDefaultValue, Sendable {
+        /// 0…`total`.
+        public var current: Int
+        /// Where the job ends.
+        public var total: Int
+
+        public init(current: Int, total: Int) {
+            self.current = current
+            self.total = total
+        }
+
+        public init?(remoteJSON: JSONValue) {
+            guard let current = remoteJSON["current"].flatMap(Int.init(remoteJSON:)),
+                  let total = remoteJSON["total"].flatMap(Int.init(remoteJSON:))
+            else { return nil }
+            self.init(current: current, total: total)
+        }
+
+        public var remoteJSON: JSONValue { ["current": current.remoteJSON, "total": total.remoteJSON] }
+        public static var remoteDefault: Progress { Progress(current: 0, total: 0) }
+    }
+
+    /// How far the job has come, 0…`total` (`progress.current`).
+    public var current: Int { progress.current }
+    /// Where the job ends (`progress.total`).
+    public var total: Int { progress.total }
     /// `current` over `total`, 0…1.
     public var fractionCompleted: Double { total == 0 ? 0 : Double(current) / Double(total) }
-
-    var _current = 0, _total = 0, _isComplete = false
-    let path: String
-    let registrar = ObservationRegistrar()
-    weak var client: ObservableClient?
-    var readMask: UInt16 = 0, trackedMask: UInt16 = Job.allFields
-    var freshAt: Int64 = -1
-    static let fields = ["progress", "isComplete"]
-
-    init(id: String, path: String, client: ObservableClient) {
-        self.id = id
-        self.path = path
-        self.client = client
-    }
-
-    static func path(id: String, parent: String) -> String { "/jobs/" + id }
-
-    func set(_ field: String, _ value: JSONValue) {
-        switch field {
-        case "progress":
-            if let current = value["current"] { update(\.current, \._current, current.int) }
-            if let total = value["total"] { update(\.total, \._total, total.int) }
-        case "isComplete": update(\.isComplete, \._isComplete, value.bool)
-        default: break
-        }
-    }
-
-    var representation: JSONValue {
-        ["id": .string(id), "progress": ["current": .int(Int64(_current)), "total": .int(Int64(_total))],
-         "isComplete": .bool(_isComplete)]
-    }
 
     /// Reports progress (`POST /jobs/{id}/progress`) of a job created without
     /// a step. Above `total` is clamped; below `current` is `.rejected`.
@@ -53,6 +48,6 @@ public final class Job: Element, Identifiable, @unchecked Sendable {
 
     /// Cancels the job (`DELETE /jobs/{id}` with `If-Match`).
     public func cancel() async throws {
-        try await ObservableClient.write(client, "DELETE", path, ifMatch: representation)
+        try await delete()
     }
 }

@@ -46,43 +46,53 @@ extension ObservableClient {
         var reads: [(String, any RemoteObject)] = []
         var covered = Set<String>()
         func mask(_ object: any RemoteObject) -> UInt16 { masks[object.path] ?? 0 }
-        func fields<Object: RemoteObject>(_ elements: [Object]) -> (String, UInt16) {
+        /// `fields=` with what any of `elements` had read, which they are tracked for now.
+        func fields(_ elements: [any RemoteObject], _ names: [String]) -> String {
             let union = elements.reduce(UInt16(0)) { $0 | mask($1) }
             for element in elements {
                 covered.insert(element.path)
                 element.trackedMask = union
             }
-            return ("fields=" + names(Object.fields, union, orId: true), union)
+            return "fields=" + ObservableClient.names(names, union, orId: true)
         }
-        if let truck = objects["/truck"] as? Truck, mask(truck) != 0 {
-            let own = mask(truck) & 0b1001
+        /// A singleton's reads: its values in one, each collection read with its elements' fields.
+        func singletonReads<Model: RemoteModel>(_ object: Model, _ bits: UInt16) {
+            var own: UInt16 = 0
+            var collections: [(String, any RemoteObject)] = []
+            for (bit, field) in Model._$schema.fields.enumerated() where bits & (1 << bit) != 0 {
+                let elements = field.elements(of: object)
+                switch field.kind {
+                case .value:
+                    own |= 1 << bit
+                    continue
+                case .elements(let paged):
+                    var query = object.path + "?fields=" + field.name
+                    if paged {
+                        let size = min(max(elements.count, configuration.ordersPageSize), 1000)
+                        query += "&\(field.name).limit=\(size)&\(field.name).order=desc"
+                    }
+                    collections.append((query + "&\(field.name)." + fields(elements, field.elementFields), object))
+                case .rows:
+                    collections.append((object.path + "?" + fields(elements, field.elementFields), object))
+                }
+                object.trackedMask |= 1 << bit
+            }
             if own != 0 {
-                reads.append(("/truck?fields=" + names(Truck.fields, own, orId: false), truck))
-                truck.trackedMask |= own
+                reads.append((object.path + "?fields=" + ObservableClient.names(Model.fields, own, orId: false), object))
+                object.trackedMask |= own
             }
-            if mask(truck) & 0b0010 != 0 {
-                reads.append(("/truck?fields=donuts&donuts." + fields(truck._donuts).0, truck))
-                truck.trackedMask |= 0b0010
+            reads += collections
+        }
+        // The singletons and lists loaded, each with its collections.
+        for path in loaded.singletons.union(loaded.lists).sorted() {
+            guard let object = objects[path], mask(object) != 0 else { continue }
+            covered.insert(path)
+            if let list = object as? any PagedList {
+                reads.append((list.firstPageQuery(fields: fields(list.held, list.elementFields), covering: list.held.count), list))
+                list.trackedMask = type(of: list).allFields
+            } else {
+                singletonReads(object, mask(object))
             }
-            if mask(truck) & 0b0100 != 0 {
-                let size = max(truck._orders.count, configuration.ordersPageSize)
-                reads.append(("/truck?fields=orders&orders.limit=\(min(size, 1000))&orders.order=desc&orders." + fields(truck._orders).0, truck))
-                truck.trackedMask |= 0b0100
-            }
-            covered.insert(truck.path)
-        }
-        if let grid = objects["/grid"] as? Grid, mask(grid) != 0 {
-            reads.append(("/grid?" + fields(grid._rows.flatMap { $0 }).0, grid))
-            grid.trackedMask = Grid.allFields
-            covered.insert(grid.path)
-        }
-        func listRead<List: ElementList>(_ list: List) {
-            reads.append((list.firstPageQuery(fields: fields(list.held).0, covering: list.held.count), list))
-            list.trackedMask = List.allFields
-            covered.insert(list.path)
-        }
-        for path in ["/jobs", "/posts", "/games"] {
-            if let list = objects[path] as? any ElementList, mask(list) != 0 { listRead(list) }
         }
         // Whatever was read and is not in a collection read whole: one by one.
         for (path, bits) in masks where bits != 0 && !covered.contains(path) {
@@ -115,26 +125,26 @@ extension ObservableClient {
 
     /// The read of `bits` of one object.
     func refreshQuery(_ object: any RemoteObject, _ bits: UInt16) -> String {
-        switch object {
-        case let truck as Truck:
-            var query = "/truck?fields=" + names(Truck.fields, bits, orId: false)
-            if bits & 0b0100 != 0 {
-                query += "&orders.limit=\(min(max(truck._orders.count, configuration.ordersPageSize), 1000))&orders.order=desc"
-            }
-            return query
-        case let list as any ElementList:
-            return list.firstPageQuery(covering: list.held.count)
-        case is Grid:
-            return object.path
-        default:
-            return object.path + "?fields=" + names(type(of: object).fields, bits, orId: false)
-        }
+        if let list = object as? any PagedList { return list.firstPageQuery(covering: list.held.count) }
+        return query(object, bits)
     }
-}
 
-/// The names of the fields `bits` selects, comma-separated; `id` when none
-/// and `orId` (a collection read only for its membership).
-private func names(_ fields: [String], _ bits: UInt16, orId: Bool) -> String {
-    let selected = fields.indices.filter { bits & (1 << $0) != 0 }.map { fields[$0] }
-    return selected.isEmpty && orId ? "id" : selected.joined(separator: ",")
+    private func query<Model: RemoteModel>(_ object: Model, _ bits: UInt16) -> String {
+        let schema = Model._$schema
+        // Rows are read whole.
+        if object.hasRows { return object.path }
+        var query = object.path + "?fields=" + ObservableClient.names(schema.names, bits, orId: false)
+        for (bit, field) in schema.fields.enumerated() where bits & (1 << bit) != 0 && field.kind == .elements(paged: true) {
+            let size = min(max(field.elements(of: object).count, configuration.ordersPageSize), 1000)
+            query += "&\(field.name).limit=\(size)&\(field.name).order=desc"
+        }
+        return query
+    }
+
+    /// The names of the fields `bits` selects, comma-separated; `id` when none
+    /// and `orId` (a collection read only for its membership).
+    fileprivate static func names(_ fields: [String], _ bits: UInt16, orId: Bool) -> String {
+        let selected = fields.indices.filter { bits & (1 << $0) != 0 }.map { fields[$0] }
+        return selected.isEmpty && orId ? "id" : selected.joined(separator: ",")
+    }
 }

@@ -2,24 +2,32 @@ import JSON
 
 /// Query reads (docs/API.md, "Queries") as live lists: the conditions and
 /// sort are those of the server's query grammar, on the fields each model
-/// declares queryable (orders: `donutId`, `quantity`; donuts: `dough`,
-/// `glaze`, `topping`; jobs: `isComplete`; games: `isOver`; posts:
-/// `height`). A condition or sort the server refuses throws `.badRequest`.
+/// declares queryable (docs/API.md lists them). A condition or sort the
+/// server refuses throws `.badRequest`.
 extension ObservableClient {
-    /// The orders that meet `conditions`, in `sort`'s order (creation
-    /// order without one), the first `limit` of them (all without one),
-    /// kept current: `client.orders(where: [.equal("donutId", donut.id)], sortedBy: .descending("quantity"))`.
+    /// The elements of `Item`'s collection (`@RemoteModel("/posts/{id}")`:
+    /// `/posts`) that meet `conditions`, in `sort`'s order (creation order
+    /// without one), the first `limit` of them (all without one), kept
+    /// current: `client.query(Post.self, sortedBy: .descending("height"), limit: 10)`.
+    public func query<Item: RemoteElement>(_ type: Item.Type, where conditions: [QueryCondition] = [], sortedBy sort: QuerySort? = nil,
+                                           limit: Int? = nil) async throws -> QueryList<Item>
+    {
+        try await queryList(Item.collectionPath, Item.collectionKey, conditions, sort, limit) { $0.element(Item.self, $1, parent: "") }
+    }
+
+    /// The orders that meet `conditions`, in `sort`'s order, kept current:
+    /// `client.orders(where: [.equal("donutId", .text(donut.id))], sortedBy: .descending("quantity"))`.
     public func orders(where conditions: [QueryCondition] = [], sortedBy sort: QuerySort? = nil, limit: Int? = nil)
         async throws -> QueryList<Order>
     {
-        try await queryList("/truck/orders", "orders", conditions, sort, limit) { $0.element(Order.self, $1, parent: "/truck") }
+        try await query(Order.self, where: conditions, sortedBy: sort, limit: limit)
     }
 
     /// The donuts that meet `conditions`, in `sort`'s order, kept current.
     public func donuts(where conditions: [QueryCondition] = [], sortedBy sort: QuerySort? = nil, limit: Int? = nil)
         async throws -> QueryList<Donut>
     {
-        try await queryList("/truck/donuts", "donuts", conditions, sort, limit) { $0.element(Donut.self, $1, parent: "/truck") }
+        try await query(Donut.self, where: conditions, sortedBy: sort, limit: limit)
     }
 
     /// The jobs that meet `conditions` (`.equal("isComplete", false)`: the
@@ -27,14 +35,14 @@ extension ObservableClient {
     public func jobs(where conditions: [QueryCondition], sortedBy sort: QuerySort? = nil, limit: Int? = nil)
         async throws -> QueryList<Job>
     {
-        try await queryList("/jobs", "jobs", conditions, sort, limit) { $0.element(Job.self, $1, parent: "/jobs") }
+        try await query(Job.self, where: conditions, sortedBy: sort, limit: limit)
     }
 
     /// The memory games that meet `conditions`, in `sort`'s order, kept current.
     public func games(where conditions: [QueryCondition], sortedBy sort: QuerySort? = nil, limit: Int? = nil)
         async throws -> QueryList<Game>
     {
-        try await queryList("/games", "games", conditions, sort, limit) { $0.element(Game.self, $1, parent: "/games") }
+        try await query(Game.self, where: conditions, sortedBy: sort, limit: limit)
     }
 
     /// The posts that meet `conditions`, in `sort`'s order, kept current:
@@ -42,7 +50,7 @@ extension ObservableClient {
     public func posts(where conditions: [QueryCondition] = [], sortedBy sort: QuerySort?, limit: Int? = nil)
         async throws -> QueryList<Post>
     {
-        try await queryList("/posts", "posts", conditions, sort, limit) { $0.element(Post.self, $1, parent: "/posts") }
+        try await query(Post.self, where: conditions, sortedBy: sort, limit: limit)
     }
 
     /// Reads a query with the observer; the one list of that read (the same

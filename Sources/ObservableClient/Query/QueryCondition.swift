@@ -33,7 +33,7 @@ public enum QueryValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressi
 }
 
 /// One condition of a query read, on a field the model declares queryable:
-/// `.equal("donutId", donut.id)`, `.atLeast("quantity", 3)`, `.isNull("glaze")`.
+/// `.equal("donutId", donut.id)`, `.atLeast("quantity", 3)`, `.isNull("topping")`.
 public struct QueryCondition: Sendable, Hashable {
     /// The field compared.
     public let field: String

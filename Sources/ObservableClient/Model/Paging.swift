@@ -1,20 +1,5 @@
 import JSON
 
-/// An object that is one element of a collection on the server, made from
-/// the element's JSON the first time the client sees its id.
-protocol Element: RemoteObject {
-    init(id: String, path: String, client: ObservableClient)
-    /// The element's path, from its id and the path of what holds it.
-    static func path(id: String, parent: String) -> String
-}
-
-/// An object that holds collections, which a repair can replace whole.
-protocol CollectionOwner: RemoteObject {
-    /// Replaces the collection `field` (empty: the object's own) with the
-    /// elements a read listed, or a repair (`repaired`).
-    func replace(_ field: String, with elements: [JSONValue], repaired: Bool)
-}
-
 /// The elements of a list shown newest first, each once. A read lists them
 /// so already (its pages newest first, in order). A repair lists each
 /// loaded window oldest first, the windows in no particular order: the
@@ -37,13 +22,17 @@ extension Array where Element: AnyObject & Identifiable, Element.ID == String {
 }
 
 /// A list the client can load whole, or a page at a time newest first.
-protocol PagedList: CollectionOwner {
+protocol PagedList: RemoteModel {
     /// The `Link` of the next older page; nil on the last page, or when loaded whole.
     var nextPage: String? { get set }
     /// The page size it was loaded with; nil: loaded whole.
     var pageSize: Int? { get set }
     /// The pages loaded, for reading them again.
     var pages: Int { get set }
+    /// The elements it holds.
+    var held: [any RemoteModel] { get }
+    /// The names of its elements' fields.
+    var elementFields: [String] { get }
     /// Adds the elements of a further page that are not there yet.
     func append(page elements: [JSONValue])
 }
