@@ -145,12 +145,18 @@ let package = Package(
             ]
         ),
         // The client against real servers started as child processes.
-        .testTarget(name: "ObservableClientTests", dependencies: ["ObservableClient", "JSON", "TestSupport"]),
+        .testTarget(name: "ObservableClientTests", dependencies: ["ObservableClient", "JSON", "TestSupport", "ClientTestSupport"]),
         // Models declared in a user's own code, as an app declares them: only ObservableClient imported.
-        .testTarget(name: "DeclaredModelTests", dependencies: ["ObservableClient", "TestSupport"]),
+        .testTarget(name: "ClientModelDeclarationTests", dependencies: ["ObservableClient", "ClientTestSupport"]),
+        // What the client's test targets share: servers started as child processes, another client, waiting.
+        .target(name: "ClientTestSupport", dependencies: ["TestSupport"], path: "Tests/ClientTestSupport"),
         .testTarget(
             name: "ObservableClientMacrosTests",
-            dependencies: ["ObservableClientMacros", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
+            dependencies: [
+                "ObservableClientMacros",
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+            ]
         ),
         .testTarget(name: "APITests", dependencies: ["API", "HTTPServer", "ModelStore", "JSON"]),
         .testTarget(name: "ConcurrencyTests", dependencies: ["Concurrency", "TestSupport"]),

@@ -146,7 +146,10 @@ public struct RemoteModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacr
                                  providingExtensionsOf type: some TypeSyntaxProtocol, conformingTo protocols: [TypeSyntax],
                                  in context: some MacroExpansionContext) throws -> [ExtensionDeclSyntax]
     {
-        guard declaration.is(ClassDeclSyntax.self), let template = try? Template(node) else { return [] }
+        // Only for a declaration the member expansion takes (its mistakes are reported there).
+        guard (try? expansion(of: node, providingMembersOf: declaration, conformingTo: protocols, in: context)) != nil,
+              let template = try? Template(node)
+        else { return [] }
         let names = Set(protocols.map(\.trimmedDescription))
         var conformances: [String] = []
         let model = template.isElement ? "RemoteElement" : "RemoteSingleton"

@@ -1,3 +1,4 @@
+import ClientTestSupport
 import JSON
 @testable import ObservableClient
 import Testing

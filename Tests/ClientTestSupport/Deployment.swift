@@ -6,30 +6,30 @@ import Glibc
 #endif
 
 /// The database the servers of a test share.
-enum Engine: String, CaseIterable, CustomTestStringConvertible, Sendable {
+public enum Engine: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// One server on a SQLite file.
     case sqlite
     /// Two servers on one PostgreSQL database: the client talks to the
     /// first, the other writers to the second.
     case postgres
 
-    var testDescription: String { rawValue }
+    public var testDescription: String { rawValue }
 }
 
 /// The built `observable-server` run as a child process on a fixed loopback
 /// port, so that a restart comes back where the client looks for it.
-final class ServerInstance {
-    static var executable: URL {
+public final class ServerInstance {
+    public static var executable: URL {
         // The test bundle and the executable are built into the same folder.
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("observable-server")
     }
 
-    let process = Process()
-    let port: UInt16
-    let logPath: String
+    public let process = Process()
+    public let port: UInt16
+    public let logPath: String
 
-    init(database: String, port: UInt16, folder: String, arguments: [String]) throws {
+    public init(database: String, port: UInt16, folder: String, arguments: [String]) throws {
         self.port = port
         logPath = folder + "/server-\(port)-\(UUID().uuidString.prefix(8)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
@@ -52,7 +52,7 @@ final class ServerInstance {
     }
 
     /// Sends `signal` and waits until the process is gone.
-    func stop(signal: Int32 = SIGTERM) {
+    public func stop(signal: Int32 = SIGTERM) {
         guard process.isRunning else { return }
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
@@ -66,18 +66,18 @@ private func log(of path: String) -> String { (try? String(contentsOfFile: path,
 /// The servers of one test. The client always talks to `clientPort`; other
 /// clients write through `writerPort` (the same server on SQLite, the
 /// second instance on PostgreSQL).
-final class Deployment {
-    let engine: Engine
-    let folder: String
-    let database: String
-    let clientPort: UInt16
-    let arguments: [String]
-    private(set) var clientServer: ServerInstance?
+public final class Deployment {
+    public let engine: Engine
+    public let folder: String
+    public let database: String
+    public let clientPort: UInt16
+    public let arguments: [String]
+    public private(set) var clientServer: ServerInstance?
     private var writerServer: ServerInstance?
     /// The client's server while it is away on another port (SQLite only).
     private var awayServer: ServerInstance?
 
-    init(_ engine: Engine, arguments: [String] = []) throws {
+    public init(_ engine: Engine, arguments: [String] = []) throws {
         self.engine = engine
         self.arguments = arguments
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("observable-client-" + UUID().uuidString).path
@@ -90,13 +90,13 @@ final class Deployment {
         }
     }
 
-    var clientURL: URL { URL(string: "http://127.0.0.1:\(clientPort)")! }
+    public var clientURL: URL { URL(string: "http://127.0.0.1:\(clientPort)")! }
 
     /// Where other clients write and read.
-    var writerPort: UInt16 { writerServer?.port ?? awayServer?.port ?? clientPort }
+    public var writerPort: UInt16 { writerServer?.port ?? awayServer?.port ?? clientPort }
 
     /// Stops the client's server with `signal` and starts it again on its port.
-    func restartClientServer(signal: Int32) throws {
+    public func restartClientServer(signal: Int32) throws {
         clientServer?.stop(signal: signal)
         clientServer = nil
         clientServer = try ServerInstance(database: database, port: clientPort, folder: folder, arguments: arguments)
@@ -104,7 +104,7 @@ final class Deployment {
 
     /// Sends `signal` to the client's server, leaving it be (SIGSTOP, SIGCONT);
     /// returns once a SIGSTOP has stopped it.
-    func signalClientServer(_ signal: Int32) {
+    public func signalClientServer(_ signal: Int32) {
         guard let process = clientServer?.process else { return }
         if signal == SIGSTOP {
             try? stopProcess(process.processIdentifier)
@@ -115,7 +115,7 @@ final class Deployment {
 
     /// Takes the client's server away: stopped on its port, the database
     /// still served to other writers (on SQLite, by a server on another port).
-    func takeClientServerAway() throws {
+    public func takeClientServerAway() throws {
         clientServer?.stop()
         clientServer = nil
         if engine == .sqlite {
@@ -124,7 +124,7 @@ final class Deployment {
     }
 
     /// Brings the client's server back on its port.
-    func bringClientServerBack() throws {
+    public func bringClientServerBack() throws {
         awayServer?.stop()
         awayServer = nil
         clientServer = try ServerInstance(database: database, port: clientPort, folder: folder, arguments: arguments)
@@ -132,7 +132,7 @@ final class Deployment {
 
     /// Whether the database still holds the observer `id`; asked without
     /// using it (a read of it would keep it alive).
-    func observerExists(_ id: String) -> Bool {
+    public func observerExists(_ id: String) -> Bool {
         if engine == .postgres {
             let result = try? TestPostgres.psql(database, "SELECT count(*) FROM observers WHERE id = '\(id)'")
             return result?.output.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
@@ -142,7 +142,7 @@ final class Deployment {
         return !metrics.contains("\nobservable_observers 0\n")
     }
 
-    func stopAll() {
+    public func stopAll() {
         for server in [clientServer, writerServer, awayServer] { server?.stop(signal: SIGKILL) }
         clientServer = nil
         writerServer = nil

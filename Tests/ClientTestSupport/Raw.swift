@@ -7,14 +7,14 @@ import FoundationNetworking
 /// JSONSerialization (not the client's parser). `send` blocks the calling
 /// thread, so a test on the main actor can write without letting the
 /// client's feed apply anything meanwhile.
-enum Raw {
-    struct Answer {
-        let status: Int
-        let body: Data
-        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+public enum Raw {
+    public struct Answer {
+        public let status: Int
+        public let body: Data
+        public var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
     }
 
-    static let session: URLSession = {
+    public static let session: URLSession = {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.timeoutIntervalForRequest = 30
@@ -22,7 +22,7 @@ enum Raw {
     }()
 
     @discardableResult
-    static func send(_ method: String, port: UInt16, _ path: String, _ body: String? = nil, headers: [String: String] = [:]) -> Answer {
+    public static func send(_ method: String, port: UInt16, _ path: String, _ body: String? = nil, headers: [String: String] = [:]) -> Answer {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = method
         request.httpBody = body.map { Data($0.utf8) }
@@ -37,7 +37,7 @@ enum Raw {
         return answer
     }
 
-    static func isHealthy(port: UInt16) -> Bool {
+    public static func isHealthy(port: UInt16) -> Bool {
         send("GET", port: port, "/healthz").status == 200
     }
 }

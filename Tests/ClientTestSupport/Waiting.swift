@@ -5,7 +5,7 @@ import Testing
 
 /// Waits on the caller's actor, without blocking it, until `condition`
 /// holds; fails after `timeout` seconds.
-func eventually(isolation: isolated (any Actor)? = #isolation, timeout: Double = 30,
+public func eventually(isolation: isolated (any Actor)? = #isolation, timeout: Double = 30,
                 sourceLocation: SourceLocation = #_sourceLocation, _ what: String = "", _ condition: () -> Bool) async throws
 {
     let deadline = Date().addingTimeInterval(timeout)
@@ -20,7 +20,7 @@ func eventually(isolation: isolated (any Actor)? = #isolation, timeout: Double =
 
 /// Checks on the caller's actor, for `duration` seconds, that `condition`
 /// keeps holding: fails the moment it does not.
-func holds(isolation: isolated (any Actor)? = #isolation, for duration: Double,
+public func holds(isolation: isolated (any Actor)? = #isolation, for duration: Double,
            sourceLocation: SourceLocation = #_sourceLocation, _ what: String = "", _ condition: () -> Bool) async throws
 {
     let end = Date().addingTimeInterval(duration)
@@ -36,16 +36,16 @@ func holds(isolation: isolated (any Actor)? = #isolation, for duration: Double,
 /// Counts the invalidations `withObservationTracking` reports for what
 /// `read` reads, tracking again after each.
 @MainActor
-final class Invalidations {
+public final class Invalidations {
     private final class Counter: Sendable {
         let value = Mutex(0)
     }
 
     private let counter = Counter()
     private let read: @MainActor () -> Void
-    var count: Int { counter.value.withLock { $0 } }
+    public var count: Int { counter.value.withLock { $0 } }
 
-    init(_ read: @escaping @MainActor () -> Void) {
+    public init(_ read: @escaping @MainActor () -> Void) {
         self.read = read
         arm()
     }
