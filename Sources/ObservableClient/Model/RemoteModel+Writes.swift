@@ -24,14 +24,17 @@ public struct RemoteEdit<Model: RemoteModel>: @unchecked Sendable {
 }
 
 extension RemoteModel {
-    /// Changes the fields given (`PATCH` of the object's path), with
-    /// `If-Match` naming the version the object shows: the new values
-    /// arrive through the feed, as anyone else's changes do.
+    /// Changes the fields given (`PATCH` of the object's path); on an
+    /// element, with `If-Match` naming the version the object shows. The new
+    /// values arrive through the feed, as anyone else's changes do. (A
+    /// singleton's version covers what the client may not hold, as every
+    /// order of the truck: its writes name none.)
     /// - Throws: `ObservableClientError.conflict` when the object changed on
     ///   the server since this client last saw it; `.rejected` for a value
     ///   the server refuses.
     public func update(_ edits: RemoteEdit<Self>...) async throws {
-        try await ObservableClient.write(_$client, "PATCH", _$path, body: RemoteEdit.body(edits), ifMatch: representation)
+        try await ObservableClient.write(
+            _$client, "PATCH", _$path, body: RemoteEdit.body(edits), ifMatch: self is any RemoteElement ? representation : nil)
     }
 }
 
