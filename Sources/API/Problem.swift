@@ -32,10 +32,20 @@ enum Problem {
         object.member("type", "about:blank", into: &body)
         object.member("title", title, into: &body)
         object.member("status", Int64(status), into: &body)
-        object.member("detail", detail, into: &body)
+        object.member("detail", shortened(detail), into: &body)
         for (name, value) in extensions { object.member(name, value, into: &body) }
         object.end(into: &body)
         return body
+    }
+
+    /// The longest detail sent, in characters: a detail that quotes what a
+    /// client sent quotes at most this much of it.
+    static let maxDetail = 600
+
+    /// `detail`, cut to `maxDetail` characters (`…` marks the cut).
+    static func shortened(_ detail: String) -> String {
+        guard detail.utf8.count > maxDetail, detail.count > maxDetail else { return detail }
+        return String(detail.prefix(maxDetail - 1)) + "…"
     }
 
     /// `410` for a `since` older than the oldest change kept (`prunedThrough`

@@ -1,4 +1,5 @@
 import HTTPServer
+import ModelStore
 
 /// Finds a request's route and has the answer pipeline take the request
 /// to its handler; the daemon's own refusals are finished by the same
@@ -68,7 +69,26 @@ public struct RouterResponder: HTTPResponder {
         }
     }
 
+    /// The query parameters that take one value (each also under a
+    /// collection's prefix: `orders.limit`). A repeated one is refused, rather
+    /// than one of its values taken; a repeated condition is several conditions.
+    static let singleValuedParameters: Set<Substring> = [
+        "fields", "limit", "after", "order", "sort", "observer", "since", "timeout", "repair", "coalesce",
+    ]
+
+    /// `400` for a request that repeats a single-valued query parameter.
+    static func repeatedParameter(_ request: HTTPRequest) -> ModelError? {
+        for name in request.repeatedQuery.keys.sorted() {
+            let last = name.split(separator: ".", omittingEmptySubsequences: false).last ?? Substring(name)
+            if singleValuedParameters.contains(last) {
+                return .badRequest("the query parameter \(name) appears more than once; it takes one value")
+            }
+        }
+        return nil
+    }
+
     private func route(_ request: HTTPRequest, context: inout RouteContext) -> Endpoint {
+        if let refusal = Self.repeatedParameter(request) { return .answer(.failure(refusal)) }
         let path = request.path
         let trailingSlash = path.utf8.count > 1 && path.utf8.last == UInt8(ascii: "/")
         if let index = literalRoutes[trailingSlash ? String(path.dropLast()) : path] {

@@ -46,6 +46,36 @@ extension HTTPDaemon {
         return nil
     }
 
+    /// The header fields that take one value: a request that repeats one is
+    /// refused, rather than one of its copies taken (`Authorization: Bearer r`
+    /// then `Authorization: Bearer w` would be read as the second).
+    static let singleValuedFields = [
+        "authorization", "content-type", "if-match", "if-none-match", "last-event-id", "observer", "origin", "prefer",
+    ]
+
+    /// `400` for a request that repeats a single-valued header field.
+    static func repeatedFieldRefusal(_ fields: [HeaderField]) -> (status: Int, detail: String)? {
+        for name in singleValuedFields {
+            var seen = false
+            for field in fields where sameHeaderName(field.name, name) {
+                if seen { return (400, "The header field \(field.name) appears more than once; it takes one value.") }
+                seen = true
+            }
+        }
+        return nil
+    }
+
+    /// Whether the path of a request target, as sent (before its query),
+    /// holds an encoded slash, `%2F`.
+    static func pathHasEncodedSlash(_ target: UnsafePointer<CChar>) -> Bool {
+        var byte = UnsafeRawPointer(target).assumingMemoryBound(to: UInt8.self)
+        while byte.pointee != 0, byte.pointee != UInt8(ascii: "?") {
+            if byte.pointee == UInt8(ascii: "%"), byte[1] == UInt8(ascii: "2"), byte[2] | 0x20 == UInt8(ascii: "f") { return true }
+            byte += 1
+        }
+        return false
+    }
+
     /// Whether a request target, as sent, holds a blank, a control
     /// character or DEL, none of which a target may hold (escaped, as `%20`,
     /// they are fine).

@@ -100,7 +100,7 @@ extension HTTPDaemon {
             return refuse(refusal, on: connection, context: context)
         }
         let framing = head.framing
-        if let refusal = Self.framingRefusal(framing, isHTTP10: context.isHTTP10) {
+        if let refusal = Self.framingRefusal(framing, isHTTP10: context.isHTTP10) ?? Self.repeatedFieldRefusal(head.values) {
             return refuse(refusal, on: connection, context: context)
         }
         if path == nil {
@@ -146,13 +146,18 @@ extension HTTPDaemon {
     func takeTarget(_ target: UnsafePointer<CChar>, connection: OpaquePointer) -> UnsafeMutableRawPointer? {
         let hasQuery = strchr(target, Int32(UInt8(ascii: "?"))) != nil
         let hasBlank = Self.hasBlankOrControl(target)
-        guard hasQuery || hasBlank else { return nil }
+        let hasEncodedSlash = Self.pathHasEncodedSlash(target)
+        guard hasQuery || hasBlank || hasEncodedSlash else { return nil }
         let context = RequestContext()
         context.targetHasQuery = hasQuery
         if hasBlank {
             // libmicrohttpd takes what lies between the method and the
             // version as the target, blanks and all (`GET /a b HTTP/1.1`).
             context.refusal = (400, "The request target contains whitespace or a control character.")
+        } else if hasEncodedSlash {
+            // Decoded, `/truck%2forderCount` would be `/truck/orderCount`: a
+            // path a proxy's rules did not see.
+            context.refusal = (400, "The request path contains an encoded slash (%2F): a path segment cannot hold a /.")
         }
         return Unmanaged.passRetained(context).toOpaque()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import API
 import Testing
 
 /// Whatever a client sends, the server answers 4xx problem+json, keeps
@@ -97,6 +98,58 @@ import Testing
         }
         #expect(try Self.snapshot(client) == before)
         #expect(try client.changes(observer, since: 0).json.changeList.isEmpty)
+        #expect(try client.get("/healthz").status == 200)
+    }
+
+    /// What a proxy in front could read one way and the server another is
+    /// refused: a single-valued header or query parameter given twice, an
+    /// encoded slash in the path; an integer field takes digits only; a
+    /// problem quotes a short prefix of what was sent.
+    @Test func ambiguousRequestsAreRefusedAndChangeNothing() throws {
+        let server = try TestServer { $0.access = AccessPolicy(writeToken: "w") }
+        let client = server.client
+        let before = try Self.snapshot(client)
+        let rename = Array(#"{"name": "Twice"}"#.utf8)
+        func raw(_ head: String, body: [UInt8] = []) throws -> TestResponse {
+            let connection = try TestConnection(port: server.port)
+            let length = body.isEmpty ? "" : "Content-Length: \(body.count)\r\nContent-Type: application/json\r\n"
+            try connection.sendRaw(Array((head + length + "\r\n").utf8) + body)
+            return try connection.receive()
+        }
+        // The same header twice, in either order: refused, never taken from one copy.
+        for (first, second) in [("Bearer r", "Bearer w"), ("Bearer w", "Bearer r")] {
+            let answer = try raw("PATCH /truck HTTP/1.1\r\nHost: a\r\nAuthorization: \(first)\r\nAuthorization: \(second)\r\n", body: rename)
+            #expect(answer.status == 400 && answer.text.contains("Authorization appears more than once"), "\(answer.status) \(answer.text)")
+        }
+        for name in ["Observer", "If-Match", "If-None-Match", "Last-Event-ID", "Content-Type", "observer"] {
+            let answer = try raw("GET /truck HTTP/1.1\r\nHost: a\r\n\(name): a\r\nObserver: b\r\n".replacingOccurrences(of: "Observer: b", with: name == "observer" ? "Observer: b" : "\(name): b"))
+            #expect(answer.status == 400, "\(name): \(answer.status)")
+            #expect(answer.header("Content-Type") == "application/problem+json")
+        }
+        // Single-valued query parameters twice; a condition twice is two conditions.
+        for query in ["fields=name&fields=orderCount", "orders.limit=1&orders.limit=2", "limit=1&limit=2", "sort=quantity&sort=-quantity"] {
+            let path = query.hasPrefix("fields") || query.hasPrefix("orders.") ? "/truck?" + query : "/truck/orders?" + query
+            let answer = try client.get(path)
+            #expect(answer.status == 400 && answer.text.contains("appears more than once"), "\(query): \(answer.status) \(answer.text)")
+        }
+        #expect(try client.get("/truck/orders?quantity=gte.2&quantity=lte.5").status == 200)
+        // An encoded slash in the path, in any case; in a query value it is a slash.
+        for path in ["/truck%2forderCount", "/truck%2ForderCount", "/truck/donuts%2F0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"] {
+            let answer = try client.get(path)
+            #expect(answer.status == 400 && answer.text.contains("encoded slash"), "\(path): \(answer.status)")
+        }
+        #expect(try client.get("/truck?fields=name&x=a%2Fb").status == 200)
+        // Integers are digits.
+        for quantity in ["1e2", "10E-1", "1.0", "-0.0", "2.5"] {
+            let body = Array(#"{"donutId": "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001", "quantity": \#(quantity)}"#.utf8)
+            let answer = try client.request("POST", "/truck/orders", headers: ["Authorization": "Bearer w"], body: body)
+            #expect(answer.status == 400 && answer.text.contains("digits only"), "\(quantity): \(answer.status) \(answer.text)")
+        }
+        // A long name quoted back is cut short.
+        let long = String(repeating: "q", count: 7_000)
+        let echoed = try client.get("/truck/orders?\(long)=eq.1")
+        #expect(echoed.status == 400 && echoed.body.count < 1_000, "\(echoed.body.count) bytes")
+        #expect(try Self.snapshot(client) == before)
         #expect(try client.get("/healthz").status == 200)
     }
 

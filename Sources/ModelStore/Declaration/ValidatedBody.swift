@@ -51,12 +51,12 @@ public struct ValidatedBody: Sendable {
             return .double(Double(int))
         case (.number, .double):
             return value
-        case (.integer, .double(let double)) where double.rounded() == double:
-            // 2.0 is the integer 2; 1e30 is an integer no field accepts.
-            guard abs(double) < 9.0e15 else { throw ModelError.unprocessable("\(name) is out of range") }
-            return .int(Int64(double))
+        case (.integer, .double(let double)) where double.rounded() == double && abs(double) >= 9.0e15:
+            // Digits past what an integer holds, or 1e30: no field accepts it.
+            throw ModelError.unprocessable("\(name) is out of range")
         case (.integer, .double):
-            throw ModelError.badRequest("\(name) must be an integer\(orNull), not a fraction")
+            // 2.0, 1e2, -0.0: a JSON integer is digits only.
+            throw ModelError.badRequest("\(name) must be an integer\(orNull), written as digits only (no fraction or exponent)")
         default:
             throw ModelError.badRequest("\(name) must be \(article(field.kind))\(orNull), not \(value.typeName)")
         }

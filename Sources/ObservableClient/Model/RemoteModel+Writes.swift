@@ -1,6 +1,6 @@
 import JSON
 
-/// One field's value in a write: `.set(\.glaze, "maple")`, `.set(\.topping, nil)`.
+/// One field's value in a write: `.set(\.name, "Cruller")`, `.set(\.topping, nil)`.
 public struct RemoteEdit<Model: RemoteModel>: @unchecked Sendable {
     let key: AnyKeyPath
     let value: JSONValue
