@@ -110,8 +110,8 @@ final class AnswerPipeline: Sendable {
 
     /// The API's stages: every answer counted, with its CORS headers, an
     /// error made problem+json, and the route's tokens checked.
-    convenience init(policy: AccessPolicy, metrics: Metrics) {
-        self.init([RequestMetrics(), CORS(policy: policy), ProblemRendering(), AccessCheck(policy: policy)], metrics: metrics)
+    convenience init(policy: AccessPolicy, metrics: Metrics, extraStages: [any AnswerMiddleware] = []) {
+        self.init([RequestMetrics(), CORS(policy: policy), ProblemRendering(), AccessCheck(policy: policy)] + extraStages, metrics: metrics)
     }
 
     /// The context of a request that has just come in, counted under

@@ -38,7 +38,9 @@ public final class Application: Sendable {
         store = try Store(configuration: configuration.store, catalog: configuration.models, logger: logger)
         // Weak: the daemon owns the responder that owns the API that owns this closure.
         let daemonBox = Locked(Weak<HTTPDaemon>())
-        api = ObservableAPI(store: store, limits: configuration.limits, policy: configuration.access) {
+        var limits = configuration.limits
+        limits.trustedAddresses = configuration.http.trustedAddresses
+        api = ObservableAPI(store: store, limits: limits, policy: configuration.access) {
             let daemon = daemonBox.withLock { $0.object }
             return (daemon?.parkedCount ?? 0, daemon?.streamCount ?? 0, daemon?.connectionCount ?? 0)
         }

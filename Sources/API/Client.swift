@@ -13,16 +13,27 @@ import Glibc
 struct Clients: Sendable {
     /// The name of each token the server accepts.
     private let tokens: [(token: String, client: String)]
+    /// Addresses exempt from every per-client quota and rate.
+    let trusted: TrustedAddresses
 
-    init(policy: AccessPolicy) {
+    init(policy: AccessPolicy, trusted: TrustedAddresses = .none) {
         tokens = [policy.writeToken, policy.readToken].compactMap { $0 }.map { token in
             (token, "token:" + SHA256.hex(Array(token.utf8)).prefix(32))
         }
+        self.trusted = trusted
     }
 
-    /// The client `context`'s request comes from; nil when its address is
-    /// unknown (a harness's connection) and it presents no token.
+    /// Whether `context`'s request comes from a trusted address.
+    func isTrusted(_ context: RouteContext) -> Bool {
+        guard !trusted.isEmpty, let address = context.connection.clientAddress else { return false }
+        return trusted.contains(address: address)
+    }
+
+    /// The client `context`'s request comes from, for its quotas; nil when
+    /// none are counted: its address is trusted, or unknown (a harness's
+    /// connection) and it presents no token.
     func client(of context: RouteContext) -> String? {
+        if isTrusted(context) { return nil }
         if !tokens.isEmpty, let presented = AccessPolicy.bearer(context.request.header("Authorization")) {
             // Each accepted token compared, whatever matches (as `AccessPolicy.deny`).
             var found: String?

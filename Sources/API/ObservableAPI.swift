@@ -14,6 +14,12 @@ public final class ObservableAPI: Sendable {
         public var maxLongPoll: Int = 60
         /// Most event streams one client may hold open (`--max-streams-per-client`).
         public var maxStreamsPerClient: Int = 64
+        /// Writes one client may make a second, sustained (`--max-writes-per-second`).
+        public var maxWritesPerSecond: Double = 50
+        /// Writes one client may make at once before its rate holds it (`--write-burst`).
+        public var writeBurst: Int = 500
+        /// Addresses exempt from every per-client quota and rate (`OBSERVABLE_TRUSTED_ADDRESSES`).
+        public var trustedAddresses = TrustedAddresses.none
         public init() {}
     }
 
@@ -26,6 +32,8 @@ public final class ObservableAPI: Sendable {
     let policy: AccessPolicy
     /// Who a request comes from, for the quotas per client.
     let clients: Clients
+    /// Each client's write rate.
+    let writeRate: WriteRate
     let daemonGauges: @Sendable () -> (parked: Int, streams: Int, connections: Int)
 
     public init(store: Store, limits: Limits = Limits(), policy: AccessPolicy = AccessPolicy(), metrics: Metrics = Metrics(),
@@ -35,7 +43,8 @@ public final class ObservableAPI: Sendable {
         self.policy = policy
         self.metrics = metrics
         self.limits = limits
-        clients = Clients(policy: policy)
+        clients = Clients(policy: policy, trusted: limits.trustedAddresses)
+        writeRate = WriteRate(perSecond: limits.maxWritesPerSecond, burst: limits.writeBurst)
         self.feed = ChangeFeed(store: store, metrics: metrics, maxStreamsPerClient: limits.maxStreamsPerClient)
         self.daemonGauges = daemonGauges
         // Weak: the feed holds the store.
@@ -56,7 +65,7 @@ public final class ObservableAPI: Sendable {
         addModelRoutes(to: router)
         addOpenAPIRoutes(to: router)
         addPageRoutes(to: router)
-        return router.buildResponder(metrics: metrics, policy: policy)
+        return router.buildResponder(metrics: metrics, policy: policy, extraStages: [WriteRateCheck(rate: writeRate, clients: clients)])
     }
 
     // MARK: - Shared answers
@@ -196,6 +205,7 @@ public final class ObservableAPI: Sendable {
     /// once when it was committed on this thread, else from the committing
     /// thread, the connection suspended until then.
     func commit(_ context: RouteContext, _ prepared: PreparedWrite<Answer>) throws -> Reply {
+        let prepared = clients.isTrusted(context) ? prepared.exemptingQuotas() : prepared
         let suspension = Suspension()
         let outcome = store.submit(prepared, wait: {
             suspension.connection = context.connection.suspend()

@@ -40,10 +40,15 @@ public final class Router {
     public func delete(_ pattern: String, access: RouteAccess? = nil, _ handler: @escaping RouteHandler) { on("DELETE", pattern, access: access, handler) }
 
     public func buildResponder(metrics: Metrics, policy: AccessPolicy = AccessPolicy()) -> RouterResponder {
+        buildResponder(metrics: metrics, policy: policy, extraStages: [])
+    }
+
+    /// The responder, with `extraStages` after the API's own (after the access check).
+    func buildResponder(metrics: Metrics, policy: AccessPolicy, extraStages: [any AnswerMiddleware]) -> RouterResponder {
         RouterResponder(routes: routes.map {
             RouterResponder.Route(pattern: $0.pattern, segments: $0.segments,
                                   handlers: $0.handlers.map { (method: $0.key, access: $0.value.access, handler: $0.value.handler) },
                                   counter: metrics.counter(for: $0.pattern))
-        }, metrics: metrics, pipeline: AnswerPipeline(policy: policy, metrics: metrics))
+        }, metrics: metrics, pipeline: AnswerPipeline(policy: policy, metrics: metrics, extraStages: extraStages))
     }
 }

@@ -46,5 +46,6 @@ extension ObservableAPI {
     /// Every quota's report: the store's, the background work's, the feed's.
     var quotaReports: [QuotaReport] {
         store.quotaReports + store.catalog.background.flatMap { ($0 as? any QuotaReporting)?.quotaReports ?? [] } + feed.quotaReports
+            + [QuotaReport("writes_per_second", limit: Int(limits.maxWritesPerSecond), used: nil, refusals: writeRate.refusals)]
     }
 }

@@ -21,7 +21,9 @@ extension HTTPDaemon {
             return
         }
         var refusal = responder.refusal(
-            status: 429, detail: "This address holds \(connections.limitPerAddress) connections already, the most one address may hold.",
+            status: 429,
+            detail: "This address holds \(connections.limitPerAddress) connections already, the most one address may hold, "
+                + "or the server's last connections are kept for addresses that hold none.",
             request: nil)
         refusal.setHeader("Retry-After", "1")
         refusal.write(closingTo: socket)

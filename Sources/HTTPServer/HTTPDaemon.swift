@@ -34,7 +34,12 @@ public final class HTTPDaemon: Sendable {
         /// hold at once, parked long-polls and event streams included; a new
         /// one beyond is answered `429` and closed. Nil: a quarter of
         /// `connectionLimit`, so that one address leaves room for others.
+        /// Besides, the last eighth of `connectionLimit` is kept for
+        /// addresses that hold no connection (`OpenConnections.reserve`).
         public var maxConnectionsPerAddress: Int?
+        /// Addresses exempt from the per-address limit (and, in the API,
+        /// from every per-client quota and rate).
+        public var trustedAddresses = TrustedAddresses.none
         /// Seconds an idle (or slowly sending) connection is kept; also how
         /// long an event stream's client may take nothing of what waits for it.
         public var idleTimeout: Int = 30
@@ -106,7 +111,8 @@ public final class HTTPDaemon: Sendable {
         self.streamWriter = StreamWriter(heartbeat: .milliseconds(Int64(configuration.heartbeat * 1000)),
                                          stallTimeout: .seconds(configuration.idleTimeout))
         self.connections = OpenConnections(limitPerAddress: configuration.connectionsPerAddress,
-                                           requestTimeout: .seconds(configuration.requestTimeout))
+                                           requestTimeout: .seconds(configuration.requestTimeout),
+                                           trusted: configuration.trustedAddresses, connectionLimit: configuration.connectionLimit)
         self.responder = responder
         self.logger = logger
     }

@@ -34,10 +34,22 @@ final class OpenConnections: Sendable {
     /// When `overdue` looks next (monotonic nanoseconds).
     private let nextLook = Atomic<UInt64>(0)
 
-    init(limitPerAddress: Int, requestTimeout: Duration) {
+    let trusted: TrustedAddresses
+    /// Past this many connections in all, only an address that holds none
+    /// may open one: the last connections are kept for newcomers (a
+    /// health probe, a client not yet served), however many addresses
+    /// share the rest.
+    let reservedAbove: Int
+
+    init(limitPerAddress: Int, requestTimeout: Duration, trusted: TrustedAddresses = .none, connectionLimit: Int = .max) {
         self.limitPerAddress = limitPerAddress
         self.requestTimeout = requestTimeout
+        self.trusted = trusted
+        reservedAbove = connectionLimit == .max ? .max : connectionLimit - Self.reserve(of: connectionLimit)
     }
+
+    /// The connections kept for addresses holding none: an eighth of the limit, at least one.
+    static func reserve(of connectionLimit: Int) -> Int { max(1, connectionLimit / 8) }
 
     /// A connection from `address` was accepted: its record, or nil when
     /// the address holds `limitPerAddress` connections already (the caller
@@ -45,7 +57,11 @@ final class OpenConnections: Sendable {
     func open(socket: Int32, address: ClientAddress) -> OpenConnection? {
         table.withLock { table in
             let held = table.perAddress[address, default: 0]
-            guard held < limitPerAddress else { return nil }
+            if held > 0, !trusted.isEmpty, trusted.contains(address) {
+                // Exempt.
+            } else if held >= limitPerAddress || (held > 0 && table.connections.count >= reservedAbove) {
+                return nil
+            }
             table.perAddress[address] = held + 1
             let connection = OpenConnection(socket: socket, address: address)
             table.connections[ObjectIdentifier(connection)] = connection

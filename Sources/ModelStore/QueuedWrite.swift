@@ -68,6 +68,15 @@ public struct PreparedWrite<T: Sendable>: Sendable {
         self.body = body
         self.afterCommit = afterCommit
     }
+
+    /// The same write, exempt from the quotas (a trusted address's).
+    public func exemptingQuotas() -> PreparedWrite {
+        PreparedWrite({ [body] transaction in
+            transaction.exemptFromQuotas = true
+            defer { transaction.exemptFromQuotas = false }
+            return try body(&transaction)
+        }, afterCommit: afterCommit)
+    }
 }
 
 /// Reads of one request on their way to being stored: they wait in the

@@ -114,7 +114,7 @@ extension Store {
                     let rowsBefore = storage.rowsChanged
                     let seqBefore = state.seq
                     let singletonsBefore = WriteTransaction.computedOfSingletons(in: state, catalog)
-                    var transaction = WriteTransaction(state: state, storage: storage, catalog: catalog)
+                    var transaction = WriteTransaction(state: state, storage: storage, catalog: catalog, rowQuota: rowQuota)
                     // The transaction's state is then the only reference: the
                     // write changes it in place (after the batch's first, which
                     // copies what it changes from the current snapshot).

@@ -20,6 +20,10 @@ extension Store {
         public var maxRegistryMemory: Int = 1 << 30
         /// Longest TTL an observer may ask for, seconds (`--max-observer-ttl`).
         public var maxObserverTTL: Int = 86_400
+        /// Most elements a top-level collection may hold (`--max-rows`); an
+        /// insert past it is `507`, unless its write is exempt (a trusted
+        /// address's).
+        public var maxRowsPerCollection: Int = 10_000
 
         public init(database: String) {
             self.database = database

@@ -20,6 +20,22 @@ extension Store {
         }
     }
 
+    /// The quota on each collection's rows, with its refusals counted.
+    final class RowQuota: Sendable {
+        let limit: Int
+        let refusals = RefusalCounter()
+
+        init(limit: Int) {
+            self.limit = limit
+        }
+
+        /// The `507` of an insert into `resource`, which holds `limit` elements.
+        func refusal(_ resource: Resource) -> ModelError {
+            refusals.record()
+            return ModelError(.insufficientStorage, "\(resource.path) holds \(limit) elements, the most a collection may hold (--max-rows): nothing was written; delete some first")
+        }
+    }
+
     /// The refusal of a new observer, as the client is told it.
     func refusal(_ refusal: ObservationRegistry.Refusal) -> ModelError {
         switch refusal {
@@ -54,6 +70,8 @@ extension Store: QuotaReporting {
             QuotaReport("observers", limit: quotas.maxObservers, used: registry.observerCount, refusals: quotas.totalRefusals),
             QuotaReport("registry_memory", limit: registry.maxBytes, used: registry.memoryBytes, refusals: quotas.memoryRefusals),
             QuotaReport("observer_ttl", limit: quotas.maxTTL, used: nil, refusals: quotas.ttlRefusals),
+            QuotaReport("rows_per_collection", limit: rowQuota.limit,
+                        used: catalog.resources.filter { $0.kind != .singleton }.map { snapshot.state[$0].count }.max(), refusals: rowQuota.refusals),
         ]
     }
 }

@@ -31,6 +31,8 @@ public final class Store: Sendable {
     /// The storage, behind the writer lock: taken before the reads lock,
     /// which is taken before the registry's.
     let writer: Exclusive<any ModelStorage>
+    /// The quota on each collection's rows.
+    let rowQuota: RowQuota
     /// The quotas on observers, and their refusals.
     let quotas: ObserverQuotas
     /// Several instances sharing the database: nil on a database of
@@ -87,6 +89,7 @@ public final class Store: Sendable {
         self.catalog = catalog
         self.writer = Exclusive(storage)
         quotas = ObserverQuotas(configuration)
+        rowQuota = RowQuota(limit: configuration.maxRowsPerCollection)
         sharing = shared.map { InstanceSharing(storage: $0, appliedVersion: version, logger: logger) }
         reads = ReadTracking(registry: registry, durability: readDurability, logger: logger)
         groupCommit = GroupCommit(handsOver: sharing != nil)

@@ -23,10 +23,16 @@ public struct WriteTransaction: ~Copyable {
     /// changes carry an `ElementRow` for query shapes (`addRows`).
     private var queried: [String: (resource: Resource, id: String, order: Int)] = [:]
 
-    init(state: ModelState, storage: any ModelStorage, catalog: Catalog) {
+    /// The quota on each collection's rows; nil: none (a migration's writes).
+    let rowQuota: Store.RowQuota?
+    /// Whether the write is exempt from the quotas (a trusted address's: `PreparedWrite.exemptingQuotas`).
+    public internal(set) var exemptFromQuotas = false
+
+    init(state: ModelState, storage: any ModelStorage, catalog: Catalog, rowQuota: Store.RowQuota? = nil) {
         self.state = state
         self.storage = storage
         self.catalog = catalog
+        self.rowQuota = rowQuota
     }
 
     // MARK: - Inserting
@@ -54,6 +60,7 @@ public struct WriteTransaction: ~Copyable {
         // the `seq` only grows, through restarts and across instances.
         if resource.positioned { record.position = max((state[resource].last?.position ?? 0) + 1, state.seq + 1) }
         if let checkCreate = resource.checkCreate { try checkCreate(state, record) }
+        if let rowQuota, !exemptFromQuotas, state[resource].count >= rowQuota.limit { throw rowQuota.refusal(resource) }
         try store(record, of: resource, parentId: nil)
         state[resource][record.id] = record
         state.reindex(resource, old: nil, new: record)

@@ -1,4 +1,5 @@
 import API
+import HTTPServer
 import ArgumentParser
 import Models
 
@@ -27,6 +28,18 @@ struct QuotaOptions: ParsableArguments {
     @Option(name: .customLong("max-streams-per-client"), help: "Most event streams of the change feed one client may hold open; another is 429 (env OBSERVABLE_MAX_STREAMS_PER_CLIENT; default 64).")
     var maxStreamsPerClient: Int?
 
+    @Option(name: .customLong("max-writes-per-second"), help: "Writes one client may make a second, sustained; more is 429 with Retry-After (env OBSERVABLE_MAX_WRITES_PER_SECOND; default 50).")
+    var maxWritesPerSecond: Double?
+
+    @Option(name: .customLong("write-burst"), help: "Writes one client may make at once before its rate holds it (env OBSERVABLE_WRITE_BURST; default 500).")
+    var writeBurst: Int?
+
+    @Option(name: .customLong("max-rows"), help: "Most elements one collection (/truck/orders, /posts, …) may hold; an insert past it is 507 (env OBSERVABLE_MAX_ROWS; default 10000).")
+    var maxRows: Int?
+
+    @Option(name: .customLong("trusted-addresses"), help: "Comma-separated addresses and CIDR ranges exempt from every per-client quota and rate and from --max-rows: a benchmark's or a test's client (env OBSERVABLE_TRUSTED_ADDRESSES; default none).")
+    var trustedAddresses: String?
+
     /// Sets the quotas of `configuration`, its models' included.
     func apply(to configuration: inout Application.Configuration) throws {
         configuration.store.maxObserversPerClient = try setting(maxObserversPerClient, "OBSERVABLE_MAX_OBSERVERS_PER_CLIENT", default: 1_000)
@@ -38,6 +51,17 @@ struct QuotaOptions: ParsableArguments {
         jobs.minIntervalMs = try setting(minJobInterval, "OBSERVABLE_MIN_JOB_INTERVAL", default: jobs.minIntervalMs)
         configuration.models = SeedModels.catalog(jobLimits: jobs)
         configuration.limits.maxStreamsPerClient = try setting(maxStreamsPerClient, "OBSERVABLE_MAX_STREAMS_PER_CLIENT", default: 64)
+        configuration.limits.maxWritesPerSecond = try setting(maxWritesPerSecond, "OBSERVABLE_MAX_WRITES_PER_SECOND", default: 50)
+        configuration.limits.writeBurst = try setting(writeBurst, "OBSERVABLE_WRITE_BURST", default: 500)
+        configuration.store.maxRowsPerCollection = try setting(maxRows, "OBSERVABLE_MAX_ROWS", default: 10_000)
+        do {
+            configuration.http.trustedAddresses = try TrustedAddresses(parsing: setting(trustedAddresses, "OBSERVABLE_TRUSTED_ADDRESSES") ?? "")
+        } catch {
+            throw ValidationError("trusted-addresses: \(error)")
+        }
+        guard configuration.limits.maxWritesPerSecond > 0, configuration.limits.writeBurst >= 1, configuration.store.maxRowsPerCollection >= 1 else {
+            throw ValidationError("max-writes-per-second, write-burst and max-rows must be positive")
+        }
         guard configuration.store.maxObserversPerClient >= 1, configuration.store.maxObservers >= 1,
               configuration.store.maxRegistryMemory >= 1, configuration.limits.maxStreamsPerClient >= 1, jobs.maxRunning >= 0
         else { throw ValidationError("max-observers-per-client, max-observers, max-registry-memory and max-streams-per-client must be positive, max-running-jobs not negative") }

@@ -1,5 +1,6 @@
 import Foundation
 @testable import API
+import HTTPServer
 import Models
 import Testing
 import TestSupport
@@ -218,5 +219,83 @@ import TestSupport
         }
         #expect(try Self.quota(client, "refusals_total", "streams_per_client").map { $0 >= 1 } == true)
         withExtendedLifetime((again, other, reopened)) {}
+    }
+}
+
+/// Writes bounded per client: a rate, rows per collection, and the
+/// addresses exempt from both.
+@Suite struct WriteQuotaTests {
+    static let order: JSONValue = ["donutId": .string(Seed.glazed), "quantity": 1]
+
+    /// Past its burst a client is refused with `429` and `Retry-After`, and
+    /// nothing is written; another address still writes; tokens come back
+    /// at the rate.
+    @Test func aClientPastItsWriteRateIsRefusedAndAnotherIsNot() throws {
+        let server = try TestServer {
+            $0.limits.maxWritesPerSecond = 2
+            $0.limits.writeBurst = 3
+        }
+        let first = server.client
+        for _ in 0..<3 { #expect(try first.post("/truck/orders", Self.order).status == 201) }
+        let refused = try first.post("/truck/orders", Self.order)
+        QuotaTests.expectProblem(refused, 429, mentioning: "--max-writes-per-second")
+        #expect(refused.header("Retry-After") == "1")
+        #expect(try first.get("/truck/orderCount").json["orderCount"] == 3)
+        // Reads are not writes.
+        #expect(try first.get("/truck").status == 200)
+        let second = TestClient(port: server.port, source: "127.0.0.2")
+        #expect(try second.post("/truck/orders", Self.order).status == 201)
+        try waitUntil(timeout: 5) { (try? first.post("/truck/orders", Self.order).status) == 201 }
+        #expect(try QuotaTests.quota(first, "refusals_total", "writes_per_second") ?? 0 >= 1)
+    }
+
+    /// A collection at its row quota refuses another insert with `507`;
+    /// a delete gives room back; other collections are not affected.
+    @Test func aCollectionAtItsRowQuotaRefusesAnInsertUntilOneIsDeleted() throws {
+        let server = try TestServer { $0.store.maxRowsPerCollection = 5 }
+        let client = server.client
+        // The seed's four donuts, and one more.
+        #expect(try client.post("/truck/donuts", ["name": "Cruller"]).status == 201)
+        let refused = try client.post("/truck/donuts", ["name": "Bear claw"])
+        QuotaTests.expectProblem(refused, 507, mentioning: "--max-rows")
+        #expect(try client.get("/truck/donuts").json["donuts"]?.arrayValue?.count == 5)
+        #expect(try client.post("/truck/orders", Self.order).status == 201)
+        #expect(try client.delete("/truck/donuts/\(Seed.maple)").status == 204)
+        #expect(try client.post("/truck/donuts", ["name": "Bear claw"]).status == 201)
+        #expect(try QuotaTests.quota(client, "refusals_total", "rows_per_collection") == 1)
+    }
+
+    /// A trusted address writes past the rate and the row quota, and holds
+    /// observers past the per-client quota; another address does not.
+    @Test func aTrustedAddressIsExemptFromEveryPerClientQuota() throws {
+        let server = try TestServer {
+            $0.limits.maxWritesPerSecond = 1
+            $0.limits.writeBurst = 1
+            $0.store.maxRowsPerCollection = 2
+            $0.store.maxObserversPerClient = 1
+            $0.http.trustedAddresses = try! TrustedAddresses(parsing: "127.0.0.3, 10.0.0.0/8")
+        }
+        let trusted = TestClient(port: server.port, source: "127.0.0.3")
+        for _ in 0..<5 { #expect(try trusted.post("/truck/orders", Self.order).status == 201) }
+        for _ in 0..<3 { #expect(try trusted.post("/observers", ["ttlSeconds": 60]).status == 201) }
+        let other = TestClient(port: server.port, source: "127.0.0.4")
+        QuotaTests.expectProblem(try other.post("/truck/orders", Self.order), 507, mentioning: "--max-rows")
+        QuotaTests.expectProblem(try other.post("/truck/orders", Self.order), 429, mentioning: "--max-writes-per-second")
+        #expect(try other.post("/observers", ["ttlSeconds": 60]).status == 201)
+        #expect(try other.post("/observers", ["ttlSeconds": 60]).status == 429)
+        #expect(try trusted.get("/truck/orderCount").json["orderCount"] == 5)
+    }
+
+    @Test func trustedListsAreAddressesAndRanges() throws {
+        let list = try TrustedAddresses(parsing: " 192.0.2.7, 10.0.0.0/8,2001:db8::/32 , ::1")
+        #expect(list.contains(address: "192.0.2.7") && !list.contains(address: "192.0.2.8"))
+        #expect(list.contains(address: "10.200.3.4") && !list.contains(address: "11.0.0.1"))
+        #expect(list.contains(address: "::ffff:10.1.2.3"))
+        #expect(list.contains(address: "2001:db8:1:2::5") && !list.contains(address: "2001:db9::1"))
+        #expect(list.contains(address: "::1"))
+        for bad in ["10.0.0.0/33", "host.example", "10.0.0.0/x", "::/129"] {
+            #expect(throws: TrustedAddressError.self) { try TrustedAddresses(parsing: bad) }
+        }
+        #expect(try TrustedAddresses(parsing: "").isEmpty)
     }
 }
