@@ -269,7 +269,7 @@ extension Resource {
         body(&yaml, creatableFields, requireAll: true)
         writeAnswer(&yaml, status: "201", description: "The \(elementName).", headers: ["Location", "ETag"])
         Self.responses(&yaml, ["400": "BadRequest", "401": "Unauthorized", "413": "ContentTooLarge", "422": "UnprocessableContent",
-                               "503": "ServiceUnavailable"])
+                               "429": "TooManyRequests", "503": "ServiceUnavailable", "507": "InsufficientStorage"])
     }
 
     private func patchOperation(_ yaml: inout YAMLLines) {
@@ -283,7 +283,7 @@ extension Resource {
         writeAnswer(&yaml, status: "200", description: "The whole \(kind == .collection ? elementName : name) after the change.",
                     headers: ["ETag"])
         var errors = ["400": "BadRequest", "401": "Unauthorized", "412": "PreconditionFailed", "413": "ContentTooLarge",
-                      "422": "UnprocessableContent", "503": "ServiceUnavailable"]
+                      "422": "UnprocessableContent", "429": "TooManyRequests", "503": "ServiceUnavailable"]
         if kind == .collection { errors["404"] = "NotFound" }
         Self.responses(&yaml, errors)
     }
@@ -310,7 +310,7 @@ extension Resource {
         yaml.line(4, "- $ref: \"#/components/parameters/IfMatch\"")
         yaml.line(3, "responses:")
         Self.responses(&yaml, ["204": "NoContent", "401": "Unauthorized", "404": "NotFound", "412": "PreconditionFailed",
-                               "503": "ServiceUnavailable"])
+                               "429": "TooManyRequests", "503": "ServiceUnavailable"])
     }
 
     private func computedOperation(_ yaml: inout YAMLLines, _ computed: Computed) {
