@@ -7,12 +7,15 @@ extension ObservableAPI {
         router.get("/healthz", access: .open) { [self] context in
             guard store.isDatabaseReachable else { throw ModelError(.busy, "The database cannot be reached; retry shortly.") }
             let seq = store.lastSeq
+            // Degraded while writes fail for a full disk: reads go on.
+            let degraded = store.outOfSpace.isFailing
             var body: [UInt8] = []
             var object = JSONObjectWriting(into: &body)
-            object.member("status", "ok", into: &body)
+            object.member("status", degraded ? "degraded" : "ok", into: &body)
             object.member("seq", seq, into: &body)
+            if degraded { object.member("detail", "writes fail: the disk is full", into: &body) }
             object.end(into: &body)
-            var response = HTTPResponse(status: 200, body: body)
+            var response = HTTPResponse(status: degraded ? 503 : 200, body: body)
             response.setHeader("Observation-Cursor", String(seq))
             response.setHeader("Content-Type", "application/json")
             response.setHeader("Cache-Control", "no-store")
@@ -25,6 +28,7 @@ extension ObservableAPI {
             let text = metrics.render(counters: [
                 ("observable_commits_total", "Transactions committed by writes.", commits.transactions),
                 ("observable_writes_committed_total", "Writes committed; several waiting writes share one transaction.", commits.writes),
+                ("observable_disk_full_refusals_total", "Writes refused because the disk was full (507).", store.outOfSpace.refusals.value),
             ], gauges: [
                 ("observable_longpolls_parked", "Long-polls parked now.", Int64(daemon.parked)),
                 ("observable_streams_open", "Event streams of the change feed open now.", Int64(daemon.streams)),
@@ -34,6 +38,8 @@ extension ObservableAPI {
                 ("observable_registry_bytes", "Bytes the observation registry is estimated to hold: observers, their reads and inboxes, the retained change log.",
                  Int64(facts.bytes)),
                 ("observable_change_seq", "Seq of the newest committed change.", store.lastSeq),
+                ("observable_disk_full", "1 while writes fail because the disk is full (until one commits), else 0.",
+                 store.outOfSpace.isFailing ? 1 : 0),
             ], quotas: quotaReports)
             var response = HTTPResponse(status: 200, body: Array(text.utf8))
             response.setHeader("Observation-Cursor", String(store.lastSeq))

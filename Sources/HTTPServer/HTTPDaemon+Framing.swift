@@ -65,10 +65,16 @@ extension HTTPDaemon {
         return nil
     }
 
-    /// Whether the path of a request target, as sent (before its query),
-    /// holds an encoded slash, `%2F`.
+    /// Whether the path of a request target, as sent (after the authority
+    /// of an absolute-form target, before its query), holds an encoded
+    /// slash, `%2F`.
     static func pathHasEncodedSlash(_ target: UnsafePointer<CChar>) -> Bool {
-        var byte = UnsafeRawPointer(target).assumingMemoryBound(to: UInt8.self)
+        var start = target
+        if target[0] != 0x2F {
+            guard let authority = strstr(target, "://"), let path = strchr(authority + 3, 0x2F) else { return false }
+            start = UnsafePointer(path)
+        }
+        var byte = UnsafeRawPointer(start).assumingMemoryBound(to: UInt8.self)
         while byte.pointee != 0, byte.pointee != UInt8(ascii: "?") {
             if byte.pointee == UInt8(ascii: "%"), byte[1] == UInt8(ascii: "2"), byte[2] | 0x20 == UInt8(ascii: "f") { return true }
             byte += 1

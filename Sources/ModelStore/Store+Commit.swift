@@ -126,7 +126,7 @@ extension Store {
                         // No row changed, so neither did the state (models
                         // change it only after storing its rows).
                         state = transaction.state
-                        write.fail(error)
+                        write.fail(mapped(error, from: storage))
                         continue
                     }
                     transaction.finish(singletonsBefore: singletonsBefore)
@@ -148,9 +148,11 @@ extension Store {
                 throw error
             }
         } catch {
+            let error = mapped(error, from: storage)
             for write in batch { write.fail(error) }
             return false
         }
+        outOfSpace.committed()
         // Publish before the new state is visible: a read that sees the new
         // state then tracks at a seq the registry already knows.
         let next = Snapshot(state)
@@ -209,7 +211,7 @@ extension Store {
             return result
         } catch {
             if let sharing { sharing.storage.rollback() } else { storage.rollback() }
-            throw error
+            throw mapped(error, from: sharing?.storage ?? storage)
         }
     }
 }

@@ -24,6 +24,10 @@ extension Store {
         /// insert past it is `507`, unless its write is exempt (a trusted
         /// address's).
         public var maxRowsPerCollection: Int = 10_000
+        /// The largest the database file may grow, in bytes (SQLite only,
+        /// `--max-database-size`); a write past it is `507`, as on a full
+        /// disk. Nil: as large as the disk allows.
+        public var maxDatabaseBytes: Int?
 
         public init(database: String) {
             self.database = database

@@ -1,3 +1,4 @@
+import Synchronization
 import ModelObservation
 
 extension Store {
@@ -73,5 +74,34 @@ extension Store: QuotaReporting {
             QuotaReport("rows_per_collection", limit: rowQuota.limit,
                         used: catalog.resources.filter { $0.kind != .singleton }.map { snapshot.state[$0].count }.max(), refusals: rowQuota.refusals),
         ]
+    }
+}
+
+extension Store {
+    /// Whether writes fail for lack of room on the disk: set by a write the
+    /// storage refused so (`ModelStorage.isOutOfSpace`), cleared by the next
+    /// that commits. While set, `/healthz` says the server is degraded.
+    public final class OutOfSpace: Sendable {
+        private let failing = Atomic<Bool>(false)
+        public let refusals = RefusalCounter()
+
+        public var isFailing: Bool { failing.load(ordering: .relaxed) }
+
+        func failed() {
+            failing.store(true, ordering: .relaxed)
+            refusals.record()
+        }
+
+        func committed() {
+            if failing.load(ordering: .relaxed) { failing.store(false, ordering: .relaxed) }
+        }
+    }
+
+    /// `error` as the client is told it: a full disk is `507`.
+    func mapped(_ error: any Error, from storage: any ModelStorage) -> any Error {
+        guard storage.isOutOfSpace(error) else { return error }
+        outOfSpace.failed()
+        logger.error("a write failed: the disk is full (\(error))")
+        return ModelError(.insufficientStorage, "the server's disk (or its --max-database-size) is full: nothing was written; writes succeed again once room is made")
     }
 }

@@ -33,6 +33,8 @@ public final class Store: Sendable {
     let writer: Exclusive<any ModelStorage>
     /// The quota on each collection's rows.
     let rowQuota: RowQuota
+    /// Whether writes fail for a full disk.
+    public let outOfSpace = OutOfSpace()
     /// The quotas on observers, and their refusals.
     let quotas: ObserverQuotas
     /// Several instances sharing the database: nil on a database of

@@ -376,6 +376,9 @@ final class PostgresStorage: SharedStorage, @unchecked Sendable {
         }
     }
 
+    /// `53100`: disk_full.
+    func isOutOfSpace(_ error: any Error) -> Bool { (error as? PostgresError)?.sqlState == "53100" }
+
     func rollback() {
         inOrderedTransaction = false
         pending.removeAll(keepingCapacity: true)

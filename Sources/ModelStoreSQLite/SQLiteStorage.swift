@@ -40,6 +40,13 @@ final class SQLiteStorage: ModelStorage {
         self.init(database: database, checkpointer: checkpointer)
     }
 
+    /// Bounds the database file to `bytes` (`PRAGMA max_page_count`): a
+    /// write that would pass it fails as on a full disk (`SQLITE_FULL`).
+    func limitSize(to bytes: Int) throws {
+        let pageSize = try database.rows("PRAGMA page_size").first?[0].int64 ?? 4096
+        try database.execute("PRAGMA max_page_count = \(max(1, bytes / Int(pageSize)))")
+    }
+
     func migrate(_ migrations: [(name: String, sql: String)]) throws -> [String] {
         // `NNNN_name.postgres.sql` files are PostgreSQL's own variants;
         // `NNNN_name.sqlite.sql` ones SQLite's alone, applied (and recorded)
@@ -198,6 +205,8 @@ final class SQLiteStorage: ModelStorage {
             throw ModelError(.busy, "The database is busy; retry shortly.")
         }
     }
+    func isOutOfSpace(_ error: any Error) -> Bool { (error as? SQLiteError)?.isFull ?? false }
+
     func rollback() {
         try? database.execute("ROLLBACK", [])
         shapes.removeAll()

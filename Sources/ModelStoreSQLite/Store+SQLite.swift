@@ -6,6 +6,14 @@ extension Store {
     /// with its read journal beside it, then as `init(storage:…)`.
     package convenience init(sqlite path: String, configuration: Configuration, catalog: Catalog, logger: Logger) throws {
         let storage = try SQLiteStorage(path: path, durability: configuration.durability)
+        if let bytes = configuration.maxDatabaseBytes {
+            do {
+                try storage.limitSize(to: bytes)
+            } catch {
+                storage.close()
+                throw error
+            }
+        }
         let readDurability: SQLiteReadDurability
         do {
             readDurability = try SQLiteReadDurability(storage: storage, journal: path + "-reads",

@@ -43,6 +43,9 @@ public final class Database: @unchecked Sendable {
         // MiB) rather than 1,000: a page that many transactions change (the
         // end of an index, a counter's row) is copied once for more of them.
         try execute("PRAGMA wal_autocheckpoint = 4000")
+        // A log that grew under a burst of writes is cut back to 64 MiB the
+        // next time it starts over, instead of keeping its largest size.
+        try execute("PRAGMA journal_size_limit = 67108864")
     }
 
     deinit {

@@ -13,4 +13,7 @@ public struct SQLiteError: Error, CustomStringConvertible {
 
     /// True for SQLITE_BUSY and SQLITE_LOCKED: another connection holds the lock.
     public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
+
+    /// True for SQLITE_FULL: the disk (or the file's size limit) has no room.
+    public var isFull: Bool { code & 0xff == SQLITE_FULL }
 }

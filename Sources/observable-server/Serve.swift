@@ -60,6 +60,9 @@ struct Serve: ParsableCommand {
     @Option(help: "SQLite synchronous mode, normal or full (env OBSERVABLE_SYNCHRONOUS; default normal).")
     var synchronous: String?
 
+    @Option(name: .customLong("max-database-size"), help: "Largest size of the SQLite database file (512M, 2G); a write past it is 507, as on a full disk (env OBSERVABLE_MAX_DATABASE_SIZE; default: what the disk holds).")
+    var maxDatabaseSize: ByteCount?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (env OBSERVABLE_LOG_LEVEL; default info).")
     var logLevel: String?
 
@@ -89,6 +92,10 @@ struct Serve: ParsableCommand {
         storeConfiguration.retainChanges = try setting(retainChanges, "OBSERVABLE_RETAIN_CHANGES", default: 100_000)
         storeConfiguration.retainChangesBytes = try setting(retainChangesBytes, "OBSERVABLE_RETAIN_CHANGES_BYTES", default: 64 << 20)
         storeConfiguration.maxReadsPerObserver = try setting(maxReadsPerObserver, "OBSERVABLE_MAX_READS_PER_OBSERVER", default: 100_000)
+        if let size = maxDatabaseSize?.description ?? setting(nil, "OBSERVABLE_MAX_DATABASE_SIZE") {
+            guard let bytes = ByteCount(size)?.bytes, bytes > 0 else { throw ValidationError("max-database-size: \(size) is not a size") }
+            storeConfiguration.maxDatabaseBytes = bytes
+        }
         switch (setting(synchronous, "OBSERVABLE_SYNCHRONOUS") ?? "normal").lowercased() {
         case "normal": storeConfiguration.durability = .processCrash
         case "full": storeConfiguration.durability = .powerLoss

@@ -53,10 +53,13 @@ import Testing
         }
     }
 
-    @Test func anIntegerMayBeWrittenWithAZeroFractionButNotWithAnother() throws {
-        #expect(try Self.body(#"{"count": 2.0}"#).int("count") == 2)
+    @Test func anIntegerIsWrittenAsDigitsOnly() throws {
+        #expect(try Self.body(#"{"count": 2}"#).int("count") == 2)
+        #expect(try Self.body(#"{"count": -0}"#).int("count") == 0)
         #expect(try Self.body(#"{"count": 9007199254740993}"#).int("count") == 9_007_199_254_740_993)
-        #expect(Self.refusal { try Self.body(#"{"count": 2.5}"#) } == 400)
+        for spelling in ["2.0", "1e2", "10E-1", "-0.0", "2.5"] {
+            #expect(Self.refusal { try Self.body(#"{"count": \#(spelling)}"#) } == 400, "\(spelling)")
+        }
         #expect(Self.refusal { try Self.body(#"{"count": true}"#) } == 400)
         // An integer no field accepts is out of range, not of the wrong type.
         #expect(Self.refusal { try Self.body(#"{"count": 1e30}"#) } == 422)

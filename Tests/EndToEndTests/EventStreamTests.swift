@@ -1,3 +1,4 @@
+import HTTPServer
 import API
 import Foundation
 import Testing
@@ -205,7 +206,8 @@ import TestSupport
     }
 
     @Test func aSlowClientIsSentNoMoreThanItTakesAndCatchesUp() throws {
-        let server = try TestServer()
+        // 1,500 orders at once: a trusted client, past the write rate.
+        let server = try TestServer { $0.http.trustedAddresses = try! TrustedAddresses(parsing: "127.0.0.1") }
         let client = server.client
         let (_, _, slow) = try slowStream(on: server)
         let orders = 1500
@@ -218,7 +220,10 @@ import TestSupport
     }
 
     @Test func aClientThatTakesNothingForTheIdleTimeoutIsCutAndResumesWithNothingMissed() throws {
-        let server = try TestServer { $0.http.idleTimeout = 1 }
+        let server = try TestServer {
+            $0.http.idleTimeout = 1
+            $0.http.trustedAddresses = try! TrustedAddresses(parsing: "127.0.0.1")
+        }
         let client = server.client
         let (observer, cursor, slow) = try slowStream(on: server)
         // Orders until the socket is full and the client, taking nothing, is cut.

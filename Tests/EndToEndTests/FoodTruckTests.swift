@@ -91,11 +91,9 @@ import Testing
         #expect(order.json == ["id": .string(id), "donutId": .string(Seed.glazed), "quantity": 3])
         #expect(try client.get("/truck/orderCount").json == ["orderCount": 1])
         #expect(try client.get("/truck/orders/\(id)").json == order.json)
-        // 2.0 is the integer 2. (Written by hand: Foundation would write 2.0 as 2.)
+        // 2.0 is not an integer: one is written as digits. (Written by hand: Foundation would write 2.0 as 2.)
         let two = try client.request("POST", "/truck/orders", body: Array(#"{"donutId":"\#(Seed.glazed)","quantity":2.0}"#.utf8))
-        #expect(two.status == 201)
-        #expect(two.json["quantity"] == 2)
-        #expect(try client.delete(try #require(two.header("Location"))).status == 204)
+        #expect(two.status == 400)
         #expect(try client.get("/truck/orders").json["orders"] == .array([order.json]))
 
         #expect(try client.post("/truck/orders", ["donutId": "no-such-donut", "quantity": 1]).status == 422)

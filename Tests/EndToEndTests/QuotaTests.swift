@@ -299,3 +299,54 @@ import TestSupport
         #expect(try TrustedAddresses(parsing: "").isEmpty)
     }
 }
+
+/// A full disk (here SQLite's `--max-database-size`, which fails a write as
+/// a full disk does) is `507`, health says degraded, a metric counts it,
+/// and once there is room again writes go on, every acknowledged one kept.
+@Suite struct FullDiskTests {
+    @Test(.enabled(if: !TestEngine.isPostgres, "a size limit of SQLite's"))
+    func aFullDiskIsInsufficientStorageAndDegradedHealthUntilThereIsRoom() throws {
+        let folder = temporaryFolder()
+        // The database made, with 256 KiB of it taken by a table of the
+        // test's: dropped later, as a file is deleted from a full disk.
+        try TestServer(folder: folder).stop()
+        try TestEngine.execute("CREATE TABLE filler (b BLOB); INSERT INTO filler VALUES (zeroblob(262144))", folder: folder)
+        let server = try TestServer(folder: folder) {
+            $0.store.maxDatabaseBytes = 900 << 10
+            $0.http.trustedAddresses = try! TrustedAddresses(parsing: "127.0.0.1")
+        }
+        let client = server.client
+        #expect(try client.get("/healthz").json["status"] == "ok")
+        let url = "https://example.com/" + String(repeating: "a", count: 600) + ".png"
+        var acknowledged: [String] = []
+        var refused: TestResponse?
+        for _ in 0..<2_000 {
+            let answer = try client.post("/posts", ["imageURL": .string(url), "height": 10])
+            guard answer.status == 201 else {
+                refused = answer
+                break
+            }
+            acknowledged.append(try #require(answer.json["id"]?.stringValue))
+        }
+        let answer = try #require(refused, "no write was refused")
+        QuotaTests.expectProblem(answer, 507, mentioning: "disk")
+        let health = try client.get("/healthz")
+        #expect(health.status == 503 && health.json["status"] == "degraded")
+        #expect(try QuotaTests.metric(client, "observable_disk_full") == 1)
+        #expect(try QuotaTests.metric(client, "observable_disk_full_refusals_total") ?? 0 >= 1)
+        // Reads go on; nothing refused was stored.
+        #expect(try client.get("/posts").json["posts"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == acknowledged)
+
+        // Room again: the next write commits, and health is ok again.
+        try TestEngine.execute("DROP TABLE filler", folder: folder)
+        let after = try client.post("/posts", ["imageURL": .string(url), "height": 10])
+        #expect(after.status == 201, "\(after.text)")
+        #expect(try client.get("/healthz").json["status"] == "ok")
+        #expect(try QuotaTests.metric(client, "observable_disk_full") == 0)
+        server.stop()
+        // Every acknowledged write survived.
+        let restarted = try TestServer(folder: folder)
+        let kept = try restarted.client.get("/posts").json["posts"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        #expect(Array(kept.prefix(acknowledged.count)) == acknowledged && kept.count == acknowledged.count + 1)
+    }
+}

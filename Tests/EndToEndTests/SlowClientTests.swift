@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 import Testing
 import TestSupport
 
@@ -24,8 +25,9 @@ import TestSupport
     @Test func connectionsBeyondTheLimitWaitUnservedUntilOthersLeave() throws {
         let server = try TestServer {
             $0.http.connectionLimit = 20
-            // All from one address here.
+            // All from one address here, trusted: none kept for newcomers.
             $0.http.maxConnectionsPerAddress = 20
+            $0.http.trustedAddresses = try! TrustedAddresses(parsing: "127.0.0.1")
         }
         var held: [TestConnection] = []
         for _ in 0..<20 { held.append(try TestConnection(port: server.port, receiveTimeout: 3)) }

@@ -37,6 +37,9 @@ package protocol ModelStorage: AnyObject {
     func begin() throws
     func commit() throws
     func rollback()
+    /// Whether `error`, thrown by this storage, says its disk (or database
+    /// server) has no room left: the write is refused as `507`, not `500`.
+    func isOutOfSpace(_ error: any Error) -> Bool
     /// Rows changed on this connection so far: a write that failed without
     /// changing any can fail alone in a group. (A failed statement that
     /// spoils the transaction counts as a change.)

@@ -34,7 +34,9 @@ extension RemoteModel {
     ///   the server refuses.
     public func update(_ edits: RemoteEdit<Self>...) async throws {
         try await ObservableClient.write(
-            _$client, "PATCH", _$path, body: RemoteEdit.body(edits), ifMatch: self is any RemoteElement ? representation : nil)
+            _$client, "PATCH", _$path, body: RemoteEdit.body(edits),
+            // (`Optional.none`: a bare `nil` would be JSON's null, a tag of its own.)
+            ifMatch: self is any RemoteElement ? Optional(representation) : Optional.none)
     }
 }
 
