@@ -16,6 +16,13 @@ extension RegistryCore {
         /// holds at most this many, whatever it receives until its TTL.
         static let limit = 4096
 
+        /// Most seqs an inbox holds while the registry's estimate is past its
+        /// cap (`maxBytes`): under a write that reaches every observer, the
+        /// inboxes of those that do not poll start again at this size, so
+        /// the backlog they keep is at most this many seqs each, and a poll
+        /// from before scans the log.
+        static let limitPastCap = 16
+
         /// Forgets entries up to `seq`: a poll from `seq` acknowledged them.
         /// Returns how many it forgot.
         @discardableResult

@@ -54,8 +54,10 @@ extension RegistryCore {
                     if s.inboxes.values[position].seqs.last != seq {
                         s.inboxes.values[position].seqs.append(seq)
                         s.memory.inboxEntries += 1
-                        if s.inboxes.values[position].seqs.count > Inbox.limit {
-                            // Not polled for long: this change alone (see `Inbox.limit`).
+                        let count = s.inboxes.values[position].seqs.count
+                        if count > Inbox.limit || (count > Inbox.limitPastCap && s.memory.bytes > maxBytes) {
+                            // Not polled for long, or the registry past its
+                            // cap: this change alone (see `Inbox.limit`).
                             s.memory.inboxEntries -= s.inboxes.values[position].seqs.count - 1
                             var inbox = Inbox(floor: seq - 1)
                             inbox.seqs.append(seq)

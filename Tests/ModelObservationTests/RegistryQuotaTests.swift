@@ -141,4 +141,40 @@ import Testing
         }
         #expect(seen == (1...count).filter { $0 % 3 != 0 })
     }
+
+    /// Past its cap, a write that reaches every observer leaves each that
+    /// does not poll a backlog of at most `Inbox.limitPastCap` seqs, so the
+    /// estimate stays within the cap plus that much an observer; and a poll
+    /// from far back still gets every change it read, once, in order.
+    @Test func pastTheCapAFanOutKeepsSmallBacklogsAndMissesNothing() {
+        let observers = 300
+        let cap = 1 << 20
+        let registry = ObservationRegistry(retain: 20_000, maxBytes: cap)
+        for index in 0..<observers {
+            registry.add(observer("o\(index)", owner: nil))
+            _ = registry.track("o\(index)", keys: [PropertyKey("/x")], at: 0, now: 0)
+        }
+        let count: Int64 = 2_000
+        var peak = 0
+        for seq in 1...count {
+            _ = registry.publish([set(seq, seq % 4 == 0 ? "/y" : "/x")])
+            peak = max(peak, registry.memoryBytes)
+        }
+        // Without the bound each would hold 1,500 seqs: 18 KB an observer, 5.4 MB in all.
+        let slack = observers * (RegistryCore.Inbox.limitPastCap + 1) * MemoryEstimate.inboxEntry
+        #expect(peak <= cap + slack, "peak \(peak) past \(cap) + \(slack)")
+        for name in ["o0", "o\(observers - 1)"] {
+            var seen: [Int64] = []
+            var cursor: Int64 = 0
+            while cursor < count {
+                guard case .changes(let changes, let next) = registry.poll(name, since: cursor, limit: 1000, now: 0).poll else {
+                    Issue.record("\(name) polls")
+                    return
+                }
+                seen += changes.map(\.seq)
+                cursor = next
+            }
+            #expect(seen == (1...count).filter { $0 % 4 != 0 })
+        }
+    }
 }
