@@ -5,6 +5,7 @@ resident memory grows by, scenario by scenario, each on a fresh server and
 database.
 
     bench/registry-memory.py [--binary .build/release/observable-server] [--donuts 5000]
+    bench/registry-memory.py --fan-out [--observers 20000] [--writes 6000] [--cap 64M]
 
 Each scenario makes its observers and reads on one keep-alive connection,
 then waits until the server is idle (its read journal folded) and reads
@@ -72,13 +73,61 @@ def scenarios():
     ]
 
 
+def fan_out(args):
+    """The cap under fan-out: a server with --max-registry-memory `cap`,
+    `observers` observers that read /truck/orderCount and never poll, then
+    `writes` orders, each of which reaches every observer. Prints the
+    estimate and the resident memory's growth from before the observers,
+    at their peak and at the end, against the cap."""
+    folder = tempfile.mkdtemp(prefix="observable-registry-fanout-")
+    env = {**trusted_environment(), "OBSERVABLE_MAX_REGISTRY_MEMORY": args.cap}
+    database = os.path.join(folder, "observable.sqlite")
+    server = Server(serve_command(args.binary, database, args.port, ["--log-level", "warning"]), args.port, env=env).start(60)
+    client = Client(args.port, timeout=120)
+    try:
+        rss_before, estimate_before = figures(server, client)
+        for _ in range(args.observers):
+            observer = request(client, "POST", "/observers", {"ttlSeconds": 86400})["id"]
+            request(client, "GET", "/truck/orderCount", headers={"Observer": observer})
+        rss_observers, estimate_observers = figures(server, client)
+        peak_rss, peak_estimate = rss_observers, estimate_observers
+        donut = request(client, "GET", "/truck/donuts")["donuts"][0]["id"]
+        started = time.monotonic()
+        for i in range(args.writes):
+            request(client, "POST", "/truck/orders", {"donutId": donut, "quantity": 1})
+            if i % 250 == 0:
+                peak_rss = max(peak_rss, rss_kib(server.pid) * 1024)
+                peak_estimate = max(peak_estimate, int(client.metrics()["observable_registry_bytes"]))
+        elapsed = time.monotonic() - started
+        rss_after, estimate_after = figures(server, client)
+        peak_rss, peak_estimate = max(peak_rss, rss_after), max(peak_estimate, estimate_after)
+    finally:
+        client.close()
+        server.stop(30)
+        shutil.rmtree(folder, ignore_errors=True)
+    mib = 2 ** 20
+    print(f"cap {args.cap}; {args.observers} observers of /truck/orderCount that never poll; {args.writes} orders "
+          f"in {elapsed:.1f} s ({args.writes / elapsed:.0f} a second)")
+    print(f"resident before observers {rss_before / mib:.1f} MiB; estimate before {estimate_before / mib:.1f} MiB")
+    print(f"after the observers: resident +{(rss_observers - rss_before) / mib:.1f} MiB, estimate {estimate_observers / mib:.1f} MiB")
+    print(f"peak during the orders: resident +{(peak_rss - rss_before) / mib:.1f} MiB, estimate {peak_estimate / mib:.1f} MiB")
+    print(f"after the orders: resident +{(rss_after - rss_before) / mib:.1f} MiB, estimate {estimate_after / mib:.1f} MiB")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "observable-server"))
     parser.add_argument("--donuts", type=int, default=5000)
     parser.add_argument("--port", type=int, default=18571)
     parser.add_argument("--only", default="", help="run only the scenarios whose name contains this")
+    parser.add_argument("--fan-out", action="store_true", help="the cap under fan-out, instead of the scenarios")
+    parser.add_argument("--observers", type=int, default=20_000)
+    parser.add_argument("--writes", type=int, default=6_000)
+    parser.add_argument("--cap", default="64M")
     args = parser.parse_args()
+    if args.fan_out:
+        fan_out(args)
+        return
     folder = tempfile.mkdtemp(prefix="observable-registry-memory-")
     try:
         print(f"{'scenario':48} {'RSS growth':>12} {'estimate':>12} {'estimate/RSS':>13}")
