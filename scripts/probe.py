@@ -26,7 +26,21 @@ Probes:
 - numbers at the edges: page cursors, limits, a poll's `since`, `timeout`
   and `Last-Event-ID`, `Prefer: wait=`, and the integer fields of request
   bodies at 2^63 - 1, -2^63, 2^63, 2^64 - 1 and 1e308 (never a 5xx, and the
-  server still answers).
+  server still answers);
+- ambiguity: a single-valued header (`Authorization` in both orders,
+  `Observer`) or query parameter (`fields`) given twice, an encoded `/` in a
+  path, an integer written `1e2` or `2.0` (400), and a problem that quotes
+  at most a short prefix of a 7 KB name;
+- the write rate: writes past --write-burst are 429 with Retry-After;
+- connections: addresses 127.0.0.2 to .5 holding every connection they may
+  (--max-connections-per-address each) leave a newcomer's /healthz served;
+- with --fill-from ADDRESS (an address the server trusts): a collection
+  filled to --max-rows is 507; then the disk filled (a server started with
+  a small --max-database-size) is 507 with /healthz degraded. Run last: it
+  leaves the server full.
+
+A control client asks /healthz between the probes: its p99 is printed, and
+a probe fails when it passes 50 ms.
 """
 import argparse
 import json
@@ -296,6 +310,131 @@ def extremes(t):
     status_of(t, "DELETE", "/observer", headers={"Observer": observer}, token=t.read_token)
 
 
+HEALTH = []
+
+
+def control(t):
+    """A control client's /healthz, timed."""
+    began = time.perf_counter()
+    status = status_of(t, "GET", "/healthz", token=t.read_token)
+    HEALTH.append((time.perf_counter() - began, status))
+
+
+def ambiguity(t):
+    for first, second in [(t.token or "r", "w"), ("w", t.token or "r")]:
+        head = (f"PATCH /truck HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {first}\r\nAuthorization: Bearer {second}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"name\":\"Twice\"}")
+        status, _, _ = t.raw(head.encode())
+        record(f"Authorization twice ({first}, then {second}): 400", status == 400, f"{status}")
+    status, _, _ = t.raw(b"GET /truck HTTP/1.1\r\nHost: x\r\nObserver: a\r\nObserver: b\r\n\r\n")
+    record("Observer twice: 400", status == 400, f"{status}")
+    status = status_of(t, "GET", "/truck?fields=name&fields=orderCount", token=t.read_token)
+    record("fields= twice: 400", status == 400, f"{status}")
+    for path in ["/truck%2forderCount", "/truck%2ForderCount"]:
+        status = status_of(t, "GET", path, token=t.read_token)
+        record(f"{path}: 400", status == 400, f"{status}")
+    donut = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
+    for spelling in ["1e2", "2.0", "10E-1", "-0.0"]:
+        body = f'{{"donutId": "{donut}", "quantity": {spelling}}}'.encode()
+        head = (f"POST /truck/orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                + (f"Authorization: Bearer {t.token}\r\n" if t.token else "") + "\r\n")
+        status, _, _ = t.raw(head.encode() + body)
+        record(f"quantity {spelling}: 400", status == 400, f"{status}")
+    _, _, body = t.request("GET", "/truck/orders?" + "q" * 7000 + "=eq.1", token=t.read_token)
+    record("a problem quotes at most a short prefix", len(body) < 1000, f"{len(body)} bytes")
+
+
+def write_rate(t, burst):
+    """Renames the truck until refused (at most burst + 200 times), then names it back."""
+    status, _, body = t.request("GET", "/truck?fields=name", token=t.read_token)
+    name = json.loads(body)["name"] if status == 200 else "Food Truck"
+    refused, retry = None, None
+    for i in range(burst + 200):
+        status, fields, _ = t.request("PATCH", "/truck", {"name": f"Probe {i}"}, token=t.token)
+        if status == 429:
+            refused, retry = i, fields.get("retry-after")
+            break
+        if i % 100 == 0:
+            control(t)
+    # (The probes before took some of the burst: a refusal within it is the rate's too.)
+    record(f"writes past the burst ({burst}) are 429 with Retry-After", refused is not None and bool(retry),
+           f"refused at write {refused + 1 if refused is not None else None} of this probe, Retry-After {retry}")
+    deadline = time.time() + 30
+    while time.time() < deadline and t.request("PATCH", "/truck", {"name": name}, token=t.token)[0] == 429:
+        time.sleep(0.5)
+
+
+def connections(t, per_address):
+    """Four addresses each hold `per_address` idle connections (as many as
+    the server lets them); a newcomer's /healthz is still served."""
+    held = []
+    try:
+        for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]:
+            for _ in range(per_address):
+                s = socket.socket()
+                s.settimeout(5)
+                s.bind((source, 0))
+                s.connect((t.host, t.port))
+                held.append(s)
+        time.sleep(0.5)
+        s = socket.socket()
+        s.settimeout(5)
+        s.bind(("127.0.0.9", 0))
+        began = time.perf_counter()
+        s.connect((t.host, t.port))
+        s.sendall(f"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        answer = s.recv(200)
+        took = time.perf_counter() - began
+        s.close()
+        ok = answer.startswith(b"HTTP/1.1 200")
+        record("four addresses holding their share leave a newcomer served", ok and took < 1,
+               f"{answer[:20]!r} in {took * 1000:.0f} ms, {len(held)} held")
+    finally:
+        for s in held:
+            s.close()
+
+
+def fill(t, source, max_rows):
+    """Donuts until 507 (from the probe's own address, waiting out its write
+    rate), then, from `source` (trusted, past the rate and --max-rows),
+    posts until the disk is full."""
+    class From(Target):
+        def connect(self, timeout=10):
+            s = socket.socket()
+            s.settimeout(timeout)
+            s.bind((source, 0))
+            s.connect((self.host, self.port))
+            return s
+    f = From(f"http://{t.host}:{t.port}", t.token, t.read_token)
+    def write(method, path, body=None):
+        deadline = time.time() + 60
+        while True:
+            status, fields, answer = t.request(method, path, body, token=t.token)
+            if status != 429 or time.time() > deadline:
+                return status, answer
+            time.sleep(float(fields.get("retry-after", "1")))
+    status, added = None, []
+    for i in range(max_rows + 10):
+        status, body = write("POST", "/truck/donuts", {"name": f"Probe {i}"})
+        if status != 201:
+            break
+        added.append(json.loads(body)["id"])
+    record(f"a collection at --max-rows ({max_rows}) refuses an insert: 507", status == 507, f"{status} after {len(added)}")
+    for donut in added:
+        write("DELETE", f"/truck/donuts/{donut}")
+    url = "https://example.com/" + "a" * 2000 + ".png"
+    posts = 0
+    for _ in range(20_000):
+        status = f.request("POST", "/posts", {"imageURL": url, "height": 10}, token=t.token)[0]
+        if status != 201:
+            break
+        posts += 1
+    control(t)
+    health, _, body = t.request("GET", "/healthz", token=t.read_token)
+    record("a full disk is 507, and /healthz degraded", status == 507 and health == 503 and b"degraded" in body,
+           f"{status} after {posts} posts; /healthz {health} {body[:60]!r}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:8080")
@@ -304,16 +443,28 @@ def main():
     parser.add_argument("--max-body", type=int, default=1 << 20, help="the server's --max-body")
     parser.add_argument("--request-timeout", type=int, default=20, help="the server's --request-timeout")
     parser.add_argument("--skip-slow", action="store_true", help="leave out the slow sender (it takes the timeout)")
+    parser.add_argument("--write-burst", type=int, default=500, help="the server's --write-burst")
+    parser.add_argument("--max-connections-per-address", type=int, default=0,
+                        help="the server's --max-connections-per-address (0: leave out the connections probe)")
+    parser.add_argument("--fill-from", help="an address the server trusts: fill a collection and the disk from it (last)")
+    parser.add_argument("--max-rows", type=int, default=10_000, help="the server's --max-rows")
     args = parser.parse_args()
     target = Target(args.url, args.token, args.read_token)
-    framing(target)
-    chunked_body(target, args.max_body)
-    cors(target)
-    text(target)
-    observer_id(target)
-    extremes(target)
+    for probe in [framing, lambda t: chunked_body(t, args.max_body), cors, text, observer_id, extremes, ambiguity,
+                  lambda t: write_rate(t, args.write_burst)]:
+        probe(target)
+        control(target)
+    if args.max_connections_per_address:
+        connections(target, args.max_connections_per_address)
+        control(target)
     if not args.skip_slow:
         slow_sender(target, args.request_timeout)
+    if args.fill_from:
+        fill(target, args.fill_from, args.max_rows)
+    times = sorted(took for took, _ in HEALTH)
+    p99 = times[min(len(times) - 1, int(len(times) * 0.99))] if times else 0
+    record(f"a control client's /healthz: p99 {p99 * 1000:.1f} ms of {len(times)}, under 50 ms",
+           p99 < 0.05 and all(status in (200, 503) for _, status in HEALTH))
     failed = [name for name, ok in RESULTS if not ok]
     print(f"{len(RESULTS) - len(failed)} passed, {len(failed)} failed")
     sys.exit(1 if failed else 0)

@@ -122,7 +122,9 @@ extension Store {
                     do {
                         try write.run(&transaction)
                     } catch {
-                        guard storage.rowsChanged == rowsBefore else { throw error }
+                        // Out of room, SQLite may have rolled the whole
+                        // transaction back already: the batch fails with it.
+                        guard storage.rowsChanged == rowsBefore, !storage.isOutOfSpace(error) else { throw error }
                         // No row changed, so neither did the state (models
                         // change it only after storing its rows).
                         state = transaction.state

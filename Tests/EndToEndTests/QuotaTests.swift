@@ -317,7 +317,10 @@ import TestSupport
         }
         let client = server.client
         #expect(try client.get("/healthz").json["status"] == "ok")
-        let url = "https://example.com/" + String(repeating: "a", count: 600) + ".png"
+        // Rows of 2 KB: the row's own insert is the one the disk refuses
+        // (SQLite then rolls the transaction back itself), not only the
+        // change log's.
+        let url = "https://example.com/" + String(repeating: "a", count: 2000) + ".png"
         var acknowledged: [String] = []
         var refused: TestResponse?
         for _ in 0..<2_000 {
@@ -348,5 +351,24 @@ import TestSupport
         let restarted = try TestServer(folder: folder)
         let kept = try restarted.client.get("/posts").json["posts"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
         #expect(Array(kept.prefix(acknowledged.count)) == acknowledged && kept.count == acknowledged.count + 1)
+    }
+
+    /// The row's own insert refused by a full disk (SQLite rolls the whole
+    /// transaction back then): `507`, not the `500` of a commit with no
+    /// transaction left.
+    @Test(.enabled(if: !TestEngine.isPostgres, "a size limit of SQLite's"))
+    func aRowTheDiskCannotHoldIsInsufficientStorage() throws {
+        let server = try TestServer {
+            $0.store.maxDatabaseBytes = 3 << 20
+            $0.http.trustedAddresses = try! TrustedAddresses(parsing: "127.0.0.1")
+        }
+        let url = "https://example.com/" + String(repeating: "a", count: 2000) + ".png"
+        var status = 201
+        var posts = 0
+        while status == 201, posts < 5_000 {
+            status = try server.client.post("/posts", ["imageURL": .string(url), "height": 10]).status
+            posts += 1
+        }
+        #expect(status == 507, "after \(posts) posts")
     }
 }
