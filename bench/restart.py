@@ -4,7 +4,7 @@ every collection filled to --max-rows (orders, donuts, posts with the
 longest image URLs, jobs, games of the most pairs (26: 52 cards each), the grid's dots), the
 server stopped with SIGTERM, started again, and timed until /healthz answers.
 
-    bench/restart.py [--binary .build/release/observable-server] [--rows 10000] [--rounds 3]
+    bench/restart.py [--binary .build/release/observable-server] [--rows 5000] [--rounds 3]
 
 The filling client is trusted (past the write rate and the quota it fills
 to); the restart is the server's defaults.
@@ -45,7 +45,7 @@ def fill(client, rows):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "observable-server"))
-    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument("--rows", type=int, default=5_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--port", type=int, default=18591)
     args = parser.parse_args()

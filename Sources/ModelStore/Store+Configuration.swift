@@ -23,7 +23,7 @@ extension Store {
         /// Most elements a top-level collection may hold (`--max-rows`); an
         /// insert past it is `507`, unless its write is exempt (a trusted
         /// address's).
-        public var maxRowsPerCollection: Int = 10_000
+        public var maxRowsPerCollection: Int = 5_000
         /// The largest the database file may grow, in bytes (SQLite only,
         /// `--max-database-size`); a write past it is `507`, as on a full
         /// disk. Nil: as large as the disk allows.

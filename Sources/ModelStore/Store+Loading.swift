@@ -27,11 +27,20 @@ extension Store {
                     }
                     elements.makeIndex()
                     for (index, nested) in resource.nested.enumerated() {
+                        // Each parent's children gathered first, then set once:
+                        // set one by one through the parent, each would copy
+                        // the children before it (52 cards a game: 1,378 copies).
+                        var children: [String: PersistentOrderedDictionary<String, Record>] = [:]
+                        var parents: [String] = []
                         try storage.forEachRow(of: catalog.layout(of: nested), interning: interner) { row in
                             guard let parentId = row.parentId, let parent = elements[parentId] else { return }
                             let child = Record(resource: nested, id: row.id, in: parent.path, position: row.position,
                                                values: interner.values(row.values))
-                            elements[parentId]!.children[index][row.id] = child
+                            if children[parentId] == nil { parents.append(parentId) }
+                            children[parentId, default: PersistentOrderedDictionary()][row.id] = child
+                        }
+                        for parentId in parents {
+                            elements[parentId]!.children[index] = children.removeValue(forKey: parentId)!
                         }
                     }
                     state[resource] = elements

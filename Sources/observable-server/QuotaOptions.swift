@@ -34,7 +34,7 @@ struct QuotaOptions: ParsableArguments {
     @Option(name: .customLong("write-burst"), help: "Writes one client may make at once before its rate holds it (env OBSERVABLE_WRITE_BURST; default 500).")
     var writeBurst: Int?
 
-    @Option(name: .customLong("max-rows"), help: "Most elements one collection (/truck/orders, /posts, …) may hold; an insert past it is 507 (env OBSERVABLE_MAX_ROWS; default 10000).")
+    @Option(name: .customLong("max-rows"), help: "Most elements one collection (/truck/orders, /posts, …) may hold; an insert past it is 507 (env OBSERVABLE_MAX_ROWS; default 5000).")
     var maxRows: Int?
 
     @Option(name: .customLong("trusted-addresses"), help: "Comma-separated addresses and CIDR ranges exempt from every per-client quota and rate and from --max-rows: a benchmark's or a test's client (env OBSERVABLE_TRUSTED_ADDRESSES; default none).")
@@ -53,7 +53,7 @@ struct QuotaOptions: ParsableArguments {
         configuration.limits.maxStreamsPerClient = try setting(maxStreamsPerClient, "OBSERVABLE_MAX_STREAMS_PER_CLIENT", default: 64)
         configuration.limits.maxWritesPerSecond = try setting(maxWritesPerSecond, "OBSERVABLE_MAX_WRITES_PER_SECOND", default: 50)
         configuration.limits.writeBurst = try setting(writeBurst, "OBSERVABLE_WRITE_BURST", default: 500)
-        configuration.store.maxRowsPerCollection = try setting(maxRows, "OBSERVABLE_MAX_ROWS", default: 10_000)
+        configuration.store.maxRowsPerCollection = try setting(maxRows, "OBSERVABLE_MAX_ROWS", default: 5_000)
         do {
             configuration.http.trustedAddresses = try TrustedAddresses(parsing: setting(trustedAddresses, "OBSERVABLE_TRUSTED_ADDRESSES") ?? "")
         } catch {
