@@ -40,7 +40,8 @@ measure() { # label command…
     kill -TERM "$pid"; wait "$pid" 2> /dev/null || true
     rm -rf "$folder"
 }
-ours() { exec "$1" serve --host 127.0.0.1 --port "$port" --database "$2/observable.sqlite" --log-level error; }
+# wrk's writes come from 127.0.0.1 as fast as they go: a trusted client (past the write rate and the rows).
+ours() { OBSERVABLE_TRUSTED_ADDRESSES=127.0.0.1 exec "$1" serve --host 127.0.0.1 --port "$port" --database "$2/observable.sqlite" --log-level error; }
 peer() { exec bench/out/mhd-peer -p "$port" -d "$1/peer.sqlite"; }
 
 servers=("$@" peer)

@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 
-from harness import Client, ConnectionLost, Server, serve_command
+from harness import Client, ConnectionLost, Server, serve_command, trusted_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLAZED = "0d1b6a52-6c4e-4f43-9a0e-6d0c2f9f0001"
@@ -181,7 +181,9 @@ class Round:
 
     def server(self, log_name):
         """The server on the round's database, started."""
-        return Server(serve_command(self.args.binary, self.database), log_path=os.path.join(self.folder, log_name)).start(20)
+        # A write storm from 127.0.0.1: one trusted client, past the write rate and the rows.
+        return Server(serve_command(self.args.binary, self.database), log_path=os.path.join(self.folder, log_name),
+                      env=trusted_environment()).start(20)
 
     def run(self):
         server = self.server("server-1.log")
