@@ -55,11 +55,15 @@ extension HTTPDaemon {
 
     /// `400` for a request that repeats a single-valued header field.
     static func repeatedFieldRefusal(_ fields: [HeaderField]) -> (status: Int, detail: String)? {
-        for name in singleValuedFields {
-            var seen = false
-            for field in fields where sameHeaderName(field.name, name) {
-                if seen { return (400, "The header field \(field.name) appears more than once; it takes one value.") }
-                seen = true
+        guard fields.count > 1 else { return nil }
+        // One pass, names compared only where their lengths agree: this runs for every request.
+        var seen: UInt16 = 0
+        for field in fields {
+            let length = field.name.utf8.count
+            for (index, name) in singleValuedFields.enumerated() where name.utf8.count == length && sameHeaderName(field.name, name) {
+                let bit: UInt16 = 1 << index
+                if seen & bit != 0 { return (400, "The header field \(field.name) appears more than once; it takes one value.") }
+                seen |= bit
             }
         }
         return nil
