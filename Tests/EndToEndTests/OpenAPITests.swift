@@ -88,6 +88,19 @@ import Testing
         }
     }
 
+    /// A request line or header fields past the connection memory are
+    /// refused before any route is chosen (`OversizeRequestTests`), so every
+    /// operation, the derived ones included, documents both refusals.
+    @Test func everyOperationDocumentsTheRefusalsBeforeRouting() throws {
+        let statuses = Self.statuses(in: String(decoding: try Self.document(), as: UTF8.self))
+        #expect(statuses.count == Self.operations(in: String(decoding: try Self.document(), as: UTF8.self)).count)
+        for (operation, documented) in statuses.sorted(by: { $0.key < $1.key }) {
+            #expect(documented.isSuperset(of: ["414", "431"]), "\(operation) documents \(documented.sorted())")
+        }
+        let file = String(decoding: try Self.document(), as: UTF8.self)
+        #expect(file.contains("\n    URITooLong:\n") && file.contains("\n    RequestHeaderFieldsTooLarge:\n"))
+    }
+
     /// The change feed's `410` names the oldest change kept: every member of
     /// its problem is a property of the document's `Problem`, which admits
     /// no others.
@@ -244,6 +257,37 @@ import Testing
     /// `METHOD /path` for each operation under `paths:`, read from the
     /// layout docs/openapi.yaml keeps: a path at two spaces of indentation,
     /// its methods at four.
+    /// The statuses each operation of `yaml` documents, by "METHOD /path".
+    static func statuses(in yaml: String) -> [String: Set<String>] {
+        let methods: Set<String> = ["get", "put", "post", "patch", "delete", "head", "options", "trace"]
+        var statuses: [String: Set<String>] = [:]
+        var inPaths = false, inResponses = false
+        var path: String?, operation: String?
+        for line in yaml.split(separator: "\n", omittingEmptySubsequences: false) {
+            if !line.hasPrefix(" "), !line.isEmpty, !line.hasPrefix("#") {
+                inPaths = line == "paths:"
+                path = nil
+                operation = nil
+                continue
+            }
+            guard inPaths else { continue }
+            let indent = line.prefix { $0 == " " }.count
+            if indent == 2, line.hasSuffix(":") {
+                path = String(line.dropFirst(2).dropLast())
+                operation = nil
+            } else if indent == 4, line.hasSuffix(":"), let path {
+                let key = String(line.dropFirst(4).dropLast())
+                operation = methods.contains(key) ? key.uppercased() + " " + path : nil
+                if let operation { statuses[operation] = [] }
+            } else if indent == 6 {
+                inResponses = line == "      responses:"
+            } else if indent == 8, inResponses, let operation, line.hasSuffix(":") {
+                statuses[operation, default: []].insert(line.dropFirst(8).dropLast().trimmingCharacters(in: ["\""]))
+            }
+        }
+        return statuses
+    }
+
     static func operations(in yaml: String) -> Set<String> {
         let methods: Set<String> = ["get", "put", "post", "patch", "delete", "head", "options", "trace"]
         var operations: Set<String> = []

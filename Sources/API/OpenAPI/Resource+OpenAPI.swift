@@ -442,7 +442,11 @@ extension Resource {
         schema(&yaml, level + 3)
     }
 
+    /// The `responses:` entries of an operation: `responses` and the two
+    /// refusals any request can get before it is routed (its request line
+    /// or its header fields past the connection memory).
     static func responses(_ yaml: inout YAMLLines, _ responses: [String: String]) {
+        let responses = responses.merging(["414": "URITooLong", "431": "RequestHeaderFieldsTooLarge"]) { own, _ in own }
         for status in responses.keys.sorted() {
             yaml.line(4, "\"\(status)\":")
             yaml.line(5, "$ref: \"#/components/responses/\(responses[status]!)\"")
