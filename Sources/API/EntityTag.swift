@@ -6,11 +6,13 @@ enum EntityTag {
     /// The strong entity tag of `bytes`: `"` + 16 hex digits of their
     /// FNV-1a hash + `"`.
     static func of(_ bytes: [UInt8]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
+        var digest = BodyDigest()
+        digest.add(bytes)
+        return of(digest: digest.value)
+    }
+
+    /// The tag of a body whose FNV-1a digest is `hash`.
+    static func of(digest hash: UInt64) -> String {
         // Written in place.
         return String(unsafeUninitializedCapacity: 18) { buffer in
             let digits: StaticString = "0123456789abcdef"

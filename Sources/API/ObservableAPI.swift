@@ -34,6 +34,8 @@ public final class ObservableAPI: Sendable {
     let clients: Clients
     /// Each client's write rate.
     let writeRate: WriteRate
+    /// The large reads in progress, each rendered apart from the workers.
+    let largeReads = LargeReads()
     let daemonGauges: @Sendable () -> (parked: Int, streams: Int, connections: Int)
 
     public init(store: Store, limits: Limits = Limits(), policy: AccessPolicy = AccessPolicy(), metrics: Metrics = Metrics(),
@@ -81,15 +83,25 @@ public final class ObservableAPI: Sendable {
     func read(_ context: RouteContext, fields allowed: [String],
               _ render: @escaping @Sendable (ModelState, FieldSelection) throws -> Representation) throws -> Reply
     {
+        try read(context, fields: allowed, large: nil) { state, selection, _ in try render(state, selection) }
+    }
+
+    /// `read` of a list, whose answer may be large: `large.elements` tells
+    /// how many elements it shows, and past `LargeReads.apartAbove` it is
+    /// rendered on a thread of its own and, past `LargeReads.keptWholeUpTo`
+    /// bytes, sent a piece at a time (`render` writes into the output it is
+    /// given).
+    func read(_ context: RouteContext, fields allowed: [String], large: LargeRead?, _ render: @escaping LargeRead.Render) throws -> Reply {
+        let read = PendingRead(context: context, fields: allowed, large: large, render: render)
         guard store.isShared, let suspended = context.connection.suspend() else {
             try store.synchronize()
-            return try readNow(context, fields: allowed, render, suspended: nil)
+            return try readNow(read, suspended: nil)
         }
         store.whenSynchronized { [self] synchronized in
             let outcome: Result<HTTPResponse, any Error>
             do {
                 try synchronized.get()
-                guard case .response(let answer) = try readNow(context, fields: allowed, render, suspended: suspended) else { return }
+                guard case .response(let answer) = try readNow(read, suspended: suspended) else { return }
                 outcome = .success(answer)
             } catch {
                 outcome = .failure(error)
@@ -100,10 +112,10 @@ public final class ObservableAPI: Sendable {
     }
 
     /// `read`, on the state as it is now; `suspended` is its connection
-    /// when that is suspended already.
-    private func readNow(_ context: RouteContext, fields allowed: [String],
-                         _ render: (ModelState, FieldSelection) throws -> Representation, suspended: SuspendedConnection?) throws -> Reply
-    {
+    /// when that is suspended already. A large list is handed to a thread
+    /// of its own (`readApart`), where `read.apart` holds its ticket.
+    func readNow(_ read: PendingRead, suspended: SuspendedConnection?) throws -> Reply {
+        let context = read.context
         let request = context.request
         let observer = request.header("Observer") ?? request.query["observer"]
         let snapshot = store.snapshot
@@ -117,17 +129,32 @@ public final class ObservableAPI: Sendable {
         if let observer, kept == nil || request.method == "HEAD", !store.knowsObserver(observer) {
             throw Self.unknownObserver(observer)
         }
+        if kept == nil, read.apart == nil, let large = read.large, large.elements(snapshot.state) > LargeReads.apartAbove {
+            return try readApart(read, suspended: suspended)
+        }
         let representation: Representation
         let response: HTTPResponse
         if let kept {
             (representation, response) = kept
         } else {
-            let selection = try FieldSelection(query: request.query["fields"], allowed: allowed)
-            representation = try render(snapshot.state, selection)
-            var made = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
+            let selection = try FieldSelection(query: request.query["fields"], allowed: read.fields)
+            let output = read.apart == nil ? nil : RepresentationOutput.measuring(keepLimit: LargeReads.keptWholeUpTo)
+            representation = try read.render(snapshot.state, selection, output)
+            var made: HTTPResponse
+            if let streamed = representation.streamed {
+                let state = snapshot.state, render = read.render, ticket = read.apart
+                made = Self.json(streamed: streamed, request: request, cursor: snapshot.state.seq) { body in
+                    _ = try? render(state, selection, RepresentationOutput.sending { body.write($0) })
+                } onEnd: {
+                    withExtendedLifetime(ticket) {}
+                }
+            } else {
+                made = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)
+            }
             for next in representation.nextPages { made.headers.append(("Link", next.link)) }
             response = made
-            if keeps {
+            // A body sent a piece at a time is never kept whole.
+            if keeps, representation.streamed == nil {
                 answers.keep(representation, response, for: request.path, query: request.query, in: snapshot)
             }
         }
@@ -181,8 +208,21 @@ public final class ObservableAPI: Sendable {
     }
 
     /// A `200` JSON answer to a `GET`, or `304` when `If-None-Match` matches.
+    /// `json` for a body that is written again as it is sent
+    /// (`produce`), of the length and digest `streamed` measured.
+    static func json(streamed: StreamedBody, request: HTTPRequest, cursor: Int64,
+                     produce: @escaping @Sendable (BodyStream) -> Void, onEnd: @escaping @Sendable () -> Void) -> HTTPResponse
+    {
+        var response = json([], etag: EntityTag.of(digest: streamed.digest), request: request, cursor: cursor)
+        if response.status == 200 { response.bodyStream = BodyStream(length: streamed.length, produce: produce, onEnd: onEnd) }
+        return response
+    }
+
     static func json(_ body: [UInt8], request: HTTPRequest, cursor: Int64? = nil) -> HTTPResponse {
-        let etag = EntityTag.of(body)
+        json(body, etag: EntityTag.of(body), request: request, cursor: cursor)
+    }
+
+    private static func json(_ body: [UInt8], etag: String, request: HTTPRequest, cursor: Int64?) -> HTTPResponse {
         // The headers are distinct: appended without `setHeader`'s search.
         var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(4)

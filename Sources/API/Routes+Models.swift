@@ -44,10 +44,16 @@ extension ObservableAPI {
         if operations.contains(.list) {
             router.get(resource.path) { [self] context in
                 if let query = try CollectionQuery.parse(context.request, of: resource) {
-                    return try read(context, fields: resource.selectableFields) { state, selection in resource.list(in: state, selection, query: query) }
+                    let large = LargeRead { state in min(state[resource].count, query.limit ?? .max) }
+                    return try read(context, fields: resource.selectableFields, large: large) { state, selection, output in
+                        resource.list(in: state, selection, query: query, output: output)
+                    }
                 }
                 let page = try Page.parse { context.request.query[$0] }
-                return try read(context, fields: resource.selectableFields) { state, selection in resource.list(in: state, selection, page: page) }
+                let large = LargeRead { state in min(state[resource].count, page?.limit ?? .max) }
+                return try read(context, fields: resource.selectableFields, large: large) { state, selection, output in
+                    resource.list(in: state, selection, page: page, output: output)
+                }
             }
         }
         if operations.contains(.create) {

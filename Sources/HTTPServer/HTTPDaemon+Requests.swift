@@ -224,6 +224,12 @@ extension HTTPDaemon {
         if logger.logLevel <= .debug {
             logger.debug("\(context.method) \(configuration.loggedPath(context.url)) \(response.status)")
         }
+        if let stream = response.bodyStream {
+            guard let made = stream.makeResponse(on: connection, daemon: self) else { return .NO }
+            PreparedResponse.add(response.headers, to: made)
+            defer { MHD_destroy_response(made) }
+            return MHD_queue_response(connection, UInt32(response.status), made)
+        }
         guard let prepared = response.prepared ?? PreparedResponse(response) else { return .NO }
         return withExtendedLifetime(prepared) { MHD_queue_response(connection, UInt32(response.status), prepared.raw) }
     }

@@ -105,6 +105,8 @@ public final class HTTPDaemon: Sendable {
     let streamWriter: StreamWriter
     /// Every open connection: per address, and how long its request takes.
     let connections: OpenConnections
+    /// The bodies being made while they are sent (cancelled at stop).
+    private let bodies = Locked<[ObjectIdentifier: BodyStream]>([:])
 
     public init(configuration: Configuration, responder: any HTTPResponder, logger: Logger = Logger(label: "observable.http")) {
         self.configuration = configuration
@@ -196,7 +198,10 @@ public final class HTTPDaemon: Sendable {
         resume(parked.compactMap { parked in parked.onDeadline().map { (parked, $0) } })
         // Streams end after what they were sent (a client reconnects and resumes).
         for stream in streamWriter.streams { stream.close() }
-        ServiceThread.wait(until: { inFlight.load(ordering: .acquiring) == 0 }, timeout: grace, step: 0.01)
+        ServiceThread.wait(until: { inFlight.load(ordering: .acquiring) == 0 && bodyCount == 0 }, timeout: grace, step: 0.01)
+        // A body still being sent is cut: its connection, if waiting for
+        // bytes, is resumed to be closed.
+        for body in bodies.withLock({ Array($0.values) }) { body.cancel() }
         // A stream's connection may be suspended: ended for good before the daemon stops.
         if !ServiceThread.wait(until: { streamWriter.count == 0 }, timeout: .seconds(5), step: 0.01) {
             // Clients that do not read what they were sent are cut.
@@ -262,6 +267,17 @@ public final class HTTPDaemon: Sendable {
         stream.prepare(head: EventStream.head(status: head.status, headers: head.headers, chunked: chunked), initial: initial)
         return stream
     }
+
+    func bodyOpened(_ body: BodyStream) {
+        bodies.withLock { $0[ObjectIdentifier(body)] = body }
+    }
+
+    func bodyClosed(_ body: BodyStream) {
+        _ = bodies.withLock { $0.removeValue(forKey: ObjectIdentifier(body)) }
+    }
+
+    /// Bodies being sent right now.
+    public var bodyCount: Int { bodies.withLock { $0.count } }
 
     func streamEnded(_ stream: EventStream) {
         streamWriter.remove(stream)

@@ -5,6 +5,8 @@ public struct HTTPResponse: Sendable {
     public var status: Int { didSet { prepared = nil } }
     public var headers: [(name: String, value: String)] { didSet { prepared = nil } }
     public var body: [UInt8] { didSet { prepared = nil } }
+    /// A body made while it is sent, in the place of `body` (a large answer).
+    public var bodyStream: BodyStream? { didSet { prepared = nil } }
     /// libmicrohttpd's own copy of it, made once by `share()` for an answer
     /// that goes to many connections; any change lets it go.
     private(set) var prepared: PreparedResponse?
@@ -19,7 +21,7 @@ public struct HTTPResponse: Sendable {
     /// connection it is sent to then queues that one copy (libmicrohttpd
     /// counts its references) instead of copying the body and headers again.
     public mutating func share() {
-        if prepared == nil { prepared = PreparedResponse(self) }
+        if prepared == nil, bodyStream == nil { prepared = PreparedResponse(self) }
     }
 
     public mutating func setHeader(_ name: String, _ value: String) {
@@ -56,13 +58,17 @@ final class PreparedResponse: @unchecked Sendable {
             MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
         }
         guard let made else { return nil }
-        for header in response.headers {
+        Self.add(response.headers, to: made)
+        raw = made
+    }
+
+    static func add(_ headers: [(name: String, value: String)], to response: OpaquePointer) {
+        for header in headers {
             // A native string's UTF-8 is already NUL-terminated: no copy.
             _ = header.name.withCString { name in
-                header.value.withCString { value in MHD_add_response_header(made, name, value) }
+                header.value.withCString { value in MHD_add_response_header(response, name, value) }
             }
         }
-        raw = made
     }
 
     deinit {

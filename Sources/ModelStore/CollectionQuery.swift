@@ -87,14 +87,15 @@ extension Resource {
     /// read as one query shape whose window runs from the start (or the
     /// cursor) to the last element shown, open at the end when no more
     /// follow; the next page while more do.
-    public func list(in state: ModelState, _ selection: FieldSelection = .all, query read: CollectionQuery) -> Representation {
+    public func list(in state: ModelState, _ selection: FieldSelection = .all, query read: CollectionQuery,
+                     output: RepresentationOutput? = nil) -> Representation {
         var query = read.query
         query.lower = read.after.map { ShapeQuery.Bound(key: $0, inclusive: false) }
         var shown = queryElements(in: state, query, limit: read.limit)
         let more = read.limit.map { shown.count > $0 } ?? false
         if more, let limit = read.limit { shown.removeLast(shown.count - limit) }
         if more, let last = shown.last { query.upper = ShapeQuery.Bound(key: last.key, inclusive: true) }
-        var builder = RepresentationBuilder(resource: path, fields: 4)
+        var builder = RepresentationBuilder(resource: path, fields: 4, output: output)
         let shape = Shape(collection: path, fields: selection.shapeFields, query: query)
         builder.elements(MemberName(name), shape: shape, .all) { builder in
             for (_, record) in shown {

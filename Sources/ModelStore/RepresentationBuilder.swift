@@ -37,12 +37,15 @@ public struct RepresentationBuilder {
     /// membership's key and each property of each element shown (what
     /// an element's insert or remove names to readers of its properties).
     private let shapes: Bool
+    /// Where the body goes a piece at a time (a large read), or nil: kept whole.
+    private let output: RepresentationOutput?
 
     /// A builder of the object at `resource`.
-    public init(resource: String, fields: Int = 4, tracking: Bool = true, shapes: Bool = true) {
+    public init(resource: String, fields: Int = 4, tracking: Bool = true, shapes: Bool = true, output: RepresentationOutput? = nil) {
         self.resource = resource
         self.tracking = tracking
         self.shapes = shapes
+        self.output = output
         bytes.reserveCapacity(32 * fields + 2)
         bytes.append(UInt8(ascii: "{"))
         if tracking { reads.reserveCapacity(fields) }
@@ -175,6 +178,7 @@ public struct RepresentationBuilder {
         self.resource = outer
         bytes.append(UInt8(ascii: "}"))
         needsComma = true
+        if let output, bytes.count >= RepresentationOutput.piece { output.take(&bytes) }
     }
 
     /// A nested object under `name`, at `resource`, whose fields `body` writes.
@@ -187,6 +191,11 @@ public struct RepresentationBuilder {
     /// The representation: the object closed, its body and reads handed over.
     public mutating func finish() -> Representation {
         bytes.append(UInt8(ascii: "}"))
+        if let output {
+            output.take(&bytes)
+            let streamed = output.isWhole ? nil : StreamedBody(length: output.length, digest: output.digest.value)
+            return Representation(bytes: output.kept ?? [], reads: reads, nextPages: nextPages, streamed: streamed)
+        }
         var body: [UInt8] = []
         swap(&body, &bytes)
         return Representation(bytes: body, reads: reads, nextPages: nextPages)

@@ -27,9 +27,10 @@ extension Resource {
     /// `{"donuts": [...]}`: the top-level collection, or one `page` of it,
     /// read as one shape (the collection, the fields selected, the window
     /// the page covers), with the next page while more follow.
-    public func list(in state: ModelState, _ selection: FieldSelection = .all, page: Page? = nil) -> Representation {
+    public func list(in state: ModelState, _ selection: FieldSelection = .all, page: Page? = nil,
+                     output: RepresentationOutput? = nil) -> Representation {
         let elements = state[self]
-        var builder = RepresentationBuilder(resource: path, fields: 4)
+        var builder = RepresentationBuilder(resource: path, fields: 4, output: output)
         Self.writeElements(elements, named: MemberName(name), collection: path, page: page, fields: selection.shapeFields,
                            selection: .all, into: &builder, member: nil) { element, builder in
             builder.object(resource: element.path) { write(element, in: state, into: &$0, selection) }

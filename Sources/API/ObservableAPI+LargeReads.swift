@@ -1,0 +1,118 @@
+import Concurrency
+import HTTPServer
+import ModelStore
+
+/// What a list route tells `read` about how large its answer can be.
+struct LargeRead: Sendable {
+    typealias Render = @Sendable (ModelState, FieldSelection, RepresentationOutput?) throws -> Representation
+    /// How many elements the answer shows in `state` (an upper bound).
+    let elements: @Sendable (ModelState) -> Int
+}
+
+/// A read on its way: what its route asked, and, rendered apart, its ticket.
+struct PendingRead: Sendable {
+    let context: RouteContext
+    let fields: [String]
+    let large: LargeRead?
+    let render: LargeRead.Render
+    /// Set on the thread a large read is rendered on: held until its answer
+    /// is sent (or let go).
+    var apart: LargeReads.Ticket?
+}
+
+/// The large reads in progress, each on a thread of its own: a worker
+/// never renders one, so `/healthz` and the other clients' reads are
+/// answered while it is made and sent. Bounded in all and per client.
+final class LargeReads: Sendable {
+    /// Elements past which a list is rendered apart from the workers.
+    static let apartAbove = 200
+    /// Bytes up to which an answer is kept whole (and may be reused, as
+    /// any answer); past them it is written again as it is sent.
+    static let keptWholeUpTo = 1 << 20
+
+    let maxInAll: Int
+    let maxPerClient: Int
+    private let counts = Locked<(all: Int, byClient: [String: Int])>((0, [:]))
+
+    init(maxInAll: Int = 32, maxPerClient: Int = 4) {
+        self.maxInAll = maxInAll
+        self.maxPerClient = maxPerClient
+    }
+
+    /// Reads apart in progress.
+    var count: Int { counts.withLock { $0.all } }
+
+    /// A place for one more large read of `client` (nil: trusted, counted
+    /// in all only), or nil when it would pass a bound.
+    func admit(client: String?) -> Ticket? {
+        let admitted = counts.withLock { counts -> Bool in
+            guard counts.all < maxInAll else { return false }
+            if let client {
+                guard counts.byClient[client, default: 0] < maxPerClient else { return false }
+                counts.byClient[client, default: 0] += 1
+            }
+            counts.all += 1
+            return true
+        }
+        return admitted ? Ticket(reads: self, client: client) : nil
+    }
+
+    fileprivate func release(client: String?) {
+        counts.withLock { counts in
+            counts.all -= 1
+            if let client {
+                let left = counts.byClient[client, default: 1] - 1
+                counts.byClient[client] = left > 0 ? left : nil
+            }
+        }
+    }
+
+    /// One admitted read's place, given back when the last holder lets it
+    /// go (its thread, then the body being sent).
+    final class Ticket: Sendable {
+        let reads: LargeReads
+        let client: String?
+
+        fileprivate init(reads: LargeReads, client: String?) {
+            self.reads = reads
+            self.client = client
+        }
+
+        deinit {
+            reads.release(client: client)
+        }
+    }
+}
+
+extension ObservableAPI {
+    /// Renders `read` on a thread of its own, its connection suspended
+    /// until the answer's head is ready; the body, when large, follows a
+    /// piece at a time (`BodyStream`). `503` with `Retry-After` when the
+    /// client, or the server, has as many large reads in progress as allowed.
+    func readApart(_ read: PendingRead, suspended: SuspendedConnection?) throws -> Reply {
+        let context = read.context
+        guard let ticket = largeReads.admit(client: clients.client(of: context)) else {
+            throw APIError(503, "Too many large reads are in progress (at most \(largeReads.maxPerClient) per client and "
+                + "\(largeReads.maxInAll) in all); retry shortly.", headers: [("Retry-After", "1")])
+        }
+        guard let connection = suspended ?? context.connection.suspend() else {
+            // The server is stopping: rendered here, whole.
+            return try readNow(PendingRead(context: context, fields: read.fields, large: nil, render: read.render), suspended: nil)
+        }
+        var pending = read
+        pending.apart = ticket
+        let apart = pending
+        ServiceThread.start(name: "observable.read") { [self] _ in
+            let outcome: Result<HTTPResponse, any Error>
+            do {
+                guard case .response(let answer) = try readNow(apart, suspended: connection) else { return }
+                outcome = .success(answer)
+            } catch {
+                outcome = .failure(error)
+            }
+            connection.answer(context.finish(outcome))
+        }
+        // Answered by the thread, whether this connection was suspended here or before.
+        return .parked
+    }
+}
