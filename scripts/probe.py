@@ -110,12 +110,13 @@ class Target:
             text += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
         with self.connect() as s:
             s.sendall(text.encode("utf-8") + b"\r\n" + payload)
-            received = b""
+            pieces = []
             while True:
-                chunk = s.recv(65536)
+                chunk = s.recv(1 << 20)
                 if not chunk:
                     break
-                received += chunk
+                pieces.append(chunk)
+            received = b"".join(pieces)
         head, _, rest = received.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split(" ", 2)[1])
@@ -435,6 +436,63 @@ def fill(t, source, max_rows):
            f"{status} after {posts} posts; /healthz {health} {body[:60]!r}")
 
 
+# The same fields named in other orders: each its own query string.
+SELECTIONS = ["id,cards,isOver", "cards,isOver,id", "isOver,id,cards", "cards,id,isOver"]
+
+
+def huge_reads(t, source, games, readers=4, seconds=10):
+    """From `source` (trusted: past the write rate and --max-rows), games
+    until GET /games is large; then `readers` clients read it at once, over
+    and over (each its own query string, past any kept answer), for
+    `seconds`, while the control client asks /healthz every 20 ms."""
+    import threading
+    class From(Target):
+        def connect(self, timeout=10):
+            s = socket.socket()
+            s.settimeout(timeout)
+            s.bind((source, 0))
+            s.connect((self.host, self.port))
+            return s
+    f = From(f"http://{t.host}:{t.port}", t.token, t.read_token)
+    have = len(json.loads(f.request("GET", "/games?fields=id", token=t.read_token or t.token)[2])["games"])
+    for i in range(have, games):
+        status = f.request("POST", "/games", {"pairs": 26, "seed": i}, token=t.token)[0]
+        if status != 201:
+            record(f"{games} games to read", False, f"{status} after {i}")
+            return
+    stop = time.time() + seconds
+    sizes, failures = [], []
+
+    def read(n):
+        k = 0
+        while time.time() < stop:
+            k += 1
+            try:
+                status, fields, body = t.request("GET", "/games?fields=" + SELECTIONS[n % len(SELECTIONS)], token=t.read_token)
+                json.loads(body)
+                if status != 200 or int(fields.get("content-length", -1)) != len(body):
+                    failures.append(f"{status}, {len(body)} bytes of {fields.get('content-length')}")
+                sizes.append(len(body))
+            except Exception as error:  # a read cut short
+                failures.append(repr(error)[:80])
+    threads = [threading.Thread(target=read, args=(n,)) for n in range(readers)]
+    for thread in threads:
+        thread.start()
+    before = len(HEALTH)
+    while time.time() < stop:
+        control(t)
+        time.sleep(0.02)
+    for thread in threads:
+        thread.join()
+    times = sorted(took for took, _ in HEALTH[before:])
+    p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+    largest = max(sizes) if sizes else 0
+    record(f"{readers} clients reading GET /games ({largest / 1e6:.1f} MB) at once: every answer whole",
+           sizes and not failures, f"{len(sizes)} answers; {failures[:3]}")
+    record(f"... while a control client's /healthz p99 is {p99 * 1000:.1f} ms of {len(times)}, under 50 ms", p99 < 0.05,
+           f"max {times[-1] * 1000:.1f} ms")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:8080")
@@ -448,8 +506,15 @@ def main():
                         help="the server's --max-connections-per-address (0: leave out the connections probe)")
     parser.add_argument("--fill-from", help="an address the server trusts: fill a collection and the disk from it (last)")
     parser.add_argument("--max-rows", type=int, default=10_000, help="the server's --max-rows")
+    parser.add_argument("--huge-reads", type=int, default=0, metavar="GAMES",
+                        help="with --fill-from: make GET /games this many games long, then read it four times at once")
+    parser.add_argument("--only-huge-reads", action="store_true", help="run only the huge reads")
     args = parser.parse_args()
     target = Target(args.url, args.token, args.read_token)
+    if args.huge_reads and args.fill_from:
+        huge_reads(target, args.fill_from, args.huge_reads)
+    if args.only_huge_reads:
+        return finish()
     for probe in [framing, lambda t: chunked_body(t, args.max_body), cors, text, observer_id, extremes, ambiguity,
                   lambda t: write_rate(t, args.write_burst)]:
         probe(target)
@@ -461,6 +526,10 @@ def main():
         slow_sender(target, args.request_timeout)
     if args.fill_from:
         fill(target, args.fill_from, args.max_rows)
+    finish()
+
+
+def finish():
     times = sorted(took for took, _ in HEALTH)
     p99 = times[min(len(times) - 1, int(len(times) * 0.99))] if times else 0
     record(f"a control client's /healthz: p99 {p99 * 1000:.1f} ms of {len(times)}, under 50 ms",

@@ -1,5 +1,8 @@
 internal import CMicroHTTPD
 import Concurrency
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A response body made a piece at a time while it is sent, so that a large
 /// answer is never whole in memory and its making never holds a worker.
@@ -27,6 +30,7 @@ public final class BodyStream: @unchecked Sendable {
     private var producing = false
     private var finished = false
     private var cancelled = false
+    private var producerWaits = false
     /// The connection, while the callback has suspended it for want of bytes.
     private var waiting: OpaquePointer?
     private var connection: OpaquePointer?
@@ -36,6 +40,9 @@ public final class BodyStream: @unchecked Sendable {
 
     /// Unsent bytes a producer may run ahead of its client by.
     public static let capacity = 256 * 1024
+
+    /// The socket's send buffer while the body is sent.
+    static let socketBuffer: Int32 = 256 * 1024
 
     /// A body of `length` bytes that `produce` writes (on its own thread),
     /// then returns; `onEnd` is called once, when the body is let go (sent,
@@ -56,7 +63,11 @@ public final class BodyStream: @unchecked Sendable {
         guard !bytes.isEmpty else { return isWanted }
         var resume: OpaquePointer?
         let accepted = lock.withLock { () -> Bool in
-            while !cancelled && buffered >= Self.capacity { lock.wait() }
+            while !cancelled && buffered >= Self.capacity {
+                producerWaits = true
+                lock.wait()
+            }
+            producerWaits = false
             guard !cancelled else { return false }
             pieces.append(bytes)
             buffered += bytes.count
@@ -69,6 +80,9 @@ public final class BodyStream: @unchecked Sendable {
 
     /// Whether the body is still wanted.
     public var isWanted: Bool { lock.withLock { !cancelled } }
+
+    /// Whether the producer waits for its client to take what it made.
+    public var isWaitingForClient: Bool { lock.withLock { producerWaits } }
 
     /// The producer is done (all written, or it gave up).
     private func producerFinished() {
@@ -147,6 +161,10 @@ public final class BodyStream: @unchecked Sendable {
             self.daemon = daemon
         }
         daemon.bodyOpened(self)
+        // A fixed socket buffer, as an event stream's: the kernel holds at
+        // most this much of the body, beyond `capacity`, for a slow client.
+        var size = Self.socketBuffer
+        setsockopt(osv_connection_fd(connection), SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         let retained = Unmanaged.passRetained(self).toOpaque()
         guard let response = MHD_create_response_from_callback(UInt64(length), 64 * 1024, bodyStreamRead, retained, bodyStreamFree) else {
             daemon.bodyClosed(self)

@@ -12,6 +12,11 @@ final class EchoResponder: HTTPResponder {
     let requests = Locked<[HTTPRequest]>([])
     let parked = Locked<[ParkedConnection]>([])
     let suspended = Locked<[SuspendedConnection]>([])
+    /// The bodies `/body` made, with the bytes each producer wrote and
+    /// whether it has returned (and why).
+    let bodies = Locked<[BodyStream]>([])
+    let produced = Locked<[Int]>([])
+    let producerEnded = Locked<[String]>([])
 
     static let deadlineAnswer = HTTPResponse(status: 204, headers: [("X-Answered-By", "deadline")])
 
@@ -29,6 +34,30 @@ final class EchoResponder: HTTPResponder {
             else { return .response(HTTPResponse(status: 503)) }
             self.parked.withLock { $0.append(parked) }
             return .parked
+        case "/body":
+            // `?size=` bytes, byte i being i % 251, made 64 KiB at a time.
+            let size = Int(request.query["size"] ?? "") ?? 0
+            let index = bodies.withLock { bodies in
+                produced.withLock { $0.append(0) }
+                return bodies.count
+            }
+            let body = BodyStream(length: size) { [self] body in
+                var offset = 0
+                while offset < size {
+                    let piece = (offset..<min(size, offset + 65536)).map { UInt8($0 % 251) }
+                    guard body.write(piece) else {
+                        producerEnded.withLock { $0.append("refused at \(offset)") }
+                        return
+                    }
+                    offset += piece.count
+                    produced.withLock { $0[index] = offset }
+                }
+                producerEnded.withLock { $0.append("done") }
+            }
+            bodies.withLock { $0.append(body) }
+            var response = HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")])
+            response.bodyStream = body
+            return .response(response)
         case "/suspend":
             guard let suspended = connection.suspend() else { return .response(HTTPResponse(status: 503)) }
             self.suspended.withLock { $0.append(suspended) }

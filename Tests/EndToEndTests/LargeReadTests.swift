@@ -1,0 +1,104 @@
+import Foundation
+@testable import API
+import HTTPServer
+import ModelStore
+import Models
+import Testing
+import TestSupport
+
+/// A list of more than `LargeReads.apartAbove` elements is rendered on a
+/// thread of its own, and one past `LargeReads.keptWholeUpTo` bytes is sent
+/// a piece at a time: the same bytes, `ETag` and tracking as any answer.
+@Suite struct LargeReadTests {
+    /// A server with `games` games of 26 pairs (about 5 KB each).
+    static func server(games: Int) throws -> TestServer {
+        let server = try TestServer { $0.http.trustedAddresses = try! TrustedAddresses(parsing: "127.0.0.1") }
+        let client = server.client
+        for seed in 0..<games {
+            #expect(try client.post("/games", ["pairs": 26, "seed": .int(Int64(seed))]).status == 201)
+        }
+        return server
+    }
+
+    @Test func aLargeListIsTheBodyItsDeclarationRenders() throws {
+        let server = try Self.server(games: 260)
+        let client = server.client
+        let state = server.application.store.snapshot.state
+        for (path, whole) in [("/games", MemoryGame.games.list(in: state)),
+                              ("/games?limit=1000&order=desc", MemoryGame.games.list(in: state, page: Page(limit: 1000, descending: true))),
+                              ("/games?fields=isOver", MemoryGame.games.list(in: state, FieldSelection(names: ["isOver"])))] {
+            let answer = try client.get(path)
+            #expect(answer.status == 200, "\(path)")
+            #expect(answer.body == whole.bytes, "\(path)")
+            #expect(answer.header("ETag") == EntityTag.of(whole.bytes), "\(path)")
+            #expect(answer.header("Content-Length") == String(whole.bytes.count), "\(path)")
+        }
+        // Past 1 MiB: sent a piece at a time, never kept whole.
+        let whole = MemoryGame.games.list(in: state)
+        #expect(whole.bytes.count > LargeReads.keptWholeUpTo)
+        let etag = try #require(client.get("/games").header("ETag"))
+        let again = try client.get("/games", headers: ["If-None-Match": etag])
+        #expect(again.status == 304)
+        #expect(again.body.isEmpty)
+        let head = try client.request("HEAD", "/games")
+        #expect(head.status == 200)
+        #expect(head.header("Content-Length") == String(whole.bytes.count))
+        #expect(head.header("ETag") == etag)
+        try waitUntil { server.application.daemon.bodyCount == 0 && server.application.api.largeReads.count == 0 }
+    }
+
+    /// An observer that read a large list hears a change to one of its
+    /// games, and a game added, as after any list read.
+    @Test func anObserverOfALargeListHearsItsChanges() throws {
+        let server = try Self.server(games: 230)
+        let client = server.client
+        let observer = try client.observer()
+        let list = try client.get("/games", observer: observer)
+        #expect(list.status == 200)
+        #expect(list.body.count > LargeReads.keptWholeUpTo)
+        let cursor = try #require(list.header("Observation-Cursor"))
+        let game = try #require(list.json["games"]?.arrayValue?[7]["id"]?.stringValue)
+        let card = try #require(list.json["games"]?.arrayValue?[7]["cards"]?.arrayValue?[0]["id"]?.stringValue)
+        #expect(try client.post("/games/\(game)/cards/\(card)/choose").status == 200)
+        let changes = try client.changes(observer, since: Int64(cursor), timeout: 5)
+        #expect(changes.status == 200)
+        let paths = changes.json["changes"]?.arrayValue?.compactMap { $0["path"]?.stringValue } ?? []
+        #expect(paths.contains { $0.hasPrefix("/games/\(game)") }, "\(paths)")
+    }
+
+    /// A client holds at most four large reads at once: a fifth, while four
+    /// bodies wait for it to read them, is `503` with `Retry-After`, and
+    /// another client is served.
+    @Test func aClientHoldsAtMostFourLargeReadsAtOnce() throws {
+        let server = try Self.server(games: 260)
+        // From 127.0.0.2: not a trusted address.
+        var holding: [(connection: RawConnection, length: Int)] = []
+        for _ in 0..<4 {
+            let connection = try RawConnection(port: server.port, receiveTimeout: 10, receiveBuffer: 16 * 1024, source: "127.0.0.2")
+            try connection.send("GET /games HTTP/1.1\r\nHost: x\r\n\r\n")
+            let head = try connection.receiveHead()
+            #expect(head.status == 200)
+            holding.append((connection, Int(head.headers["content-length"] ?? "") ?? 0))
+        }
+        try waitUntil { server.application.api.largeReads.count == 4 }
+        let fifth = try RawConnection(port: server.port, receiveTimeout: 10, source: "127.0.0.2")
+        try fifth.send("GET /games HTTP/1.1\r\nHost: x\r\n\r\n")
+        let refused = try fifth.receive()
+        #expect(refused.status == 503)
+        #expect(refused.headers["retry-after"] == "1")
+        #expect(refused.headers["content-type"] == "application/problem+json")
+        let other = try RawConnection(port: server.port, receiveTimeout: 10, source: "127.0.0.3")
+        try other.send("GET /games HTTP/1.1\r\nHost: x\r\n\r\n")
+        let served = try other.receive()
+        #expect(served.status == 200)
+        #expect(served.body.count == Int(served.headers["content-length"] ?? ""))
+        // Read to the end, the four let their places go.
+        for (connection, length) in holding {
+            var body: [UInt8] = []
+            while body.count < length { body += try connection.receiveBytes() }
+            #expect(body.count == length)
+            #expect(length > LargeReads.keptWholeUpTo)
+        }
+        try waitUntil { server.application.api.largeReads.count == 0 }
+    }
+}
