@@ -67,19 +67,26 @@ final class LargeReads: Sendable {
         }
     }
 
-    /// One admitted read's place, given back when the last holder lets it
-    /// go (its thread, then the body being sent).
+    /// One admitted read's place, given back once: by `release` (its
+    /// answer is made, or its body's last byte handed over), or at the
+    /// latest when the last holder lets it go.
     final class Ticket: Sendable {
         let reads: LargeReads
         let client: String?
+        private let released = Locked(false)
 
         fileprivate init(reads: LargeReads, client: String?) {
             self.reads = reads
             self.client = client
         }
 
-        deinit {
+        func release() {
+            guard released.withLock({ released in defer { released = true }; return !released }) else { return }
             reads.release(client: client)
+        }
+
+        deinit {
+            release()
         }
     }
 }
@@ -107,9 +114,14 @@ extension ObservableAPI {
             do {
                 guard case .response(let answer) = try readNow(apart, suspended: connection) else { return }
                 outcome = .success(answer)
+                // A body sent a piece at a time gives the place back itself.
+                if answer.bodyStream == nil { ticket.release() }
             } catch {
                 outcome = .failure(error)
+                ticket.release()
             }
+            // Given back before the answer, which the client may follow
+            // with its next read at once.
             connection.answer(context.finish(outcome))
         }
         // Answered by the thread, whether this connection was suspended here or before.

@@ -146,7 +146,7 @@ public final class ObservableAPI: Sendable {
                 made = Self.json(streamed: streamed, request: request, cursor: snapshot.state.seq) { body in
                     _ = try? render(state, selection, RepresentationOutput.sending { body.write($0) })
                 } onEnd: {
-                    withExtendedLifetime(ticket) {}
+                    ticket?.release()
                 }
             } else {
                 made = Self.json(representation.bytes, request: request, cursor: snapshot.state.seq)

@@ -31,6 +31,8 @@ public final class BodyStream: @unchecked Sendable {
     private var finished = false
     private var cancelled = false
     private var producerWaits = false
+    /// Bytes handed to libmicrohttpd.
+    private var sent = 0
     /// The connection, while the callback has suspended it for want of bytes.
     private var waiting: OpaquePointer?
     private var connection: OpaquePointer?
@@ -45,8 +47,9 @@ public final class BodyStream: @unchecked Sendable {
     static let socketBuffer: Int32 = 256 * 1024
 
     /// A body of `length` bytes that `produce` writes (on its own thread),
-    /// then returns; `onEnd` is called once, when the body is let go (sent,
-    /// abandoned, or never sent at all).
+    /// then returns; `onEnd` is called once: when its last byte is handed
+    /// to libmicrohttpd, or when it is let go short of that (abandoned, or
+    /// never sent at all).
     public init(length: Int, produce: @escaping @Sendable (BodyStream) -> Void, onEnd: @escaping @Sendable () -> Void = {}) {
         self.length = length
         self.produce = produce
@@ -54,6 +57,15 @@ public final class BodyStream: @unchecked Sendable {
     }
 
     deinit {
+        end()
+    }
+
+    private let endOnce = Locked(false)
+
+    /// Calls `onEnd`, the first time only: once the last byte is handed to
+    /// libmicrohttpd, or when the body is let go before that.
+    private func end() {
+        guard endOnce.withLock({ ended in defer { ended = true }; return !ended }) else { return }
         onEnd()
     }
 
@@ -141,9 +153,11 @@ public final class BodyStream: @unchecked Sendable {
                 }
             }
             buffered -= count
+            sent += count
             lock.signal()
             return count
         }
+        if count > 0, lock.withLock({ sent == length }) { end() }
         if start {
             ServiceThread.start(name: "observable.answer") { [self] _ in
                 produce(self)
