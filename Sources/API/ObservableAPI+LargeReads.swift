@@ -42,6 +42,10 @@ final class LargeReads: Sendable {
     /// Reads apart in progress.
     var count: Int { counts.withLock { $0.all } }
 
+    /// Reads admitted since the start.
+    var admitted: Int { admittedCount.withLock { $0 } }
+    private let admittedCount = Locked(0)
+
     /// A place for one more large read of `client` (nil: trusted, counted
     /// in all only), or nil when it would pass a bound.
     func admit(client: String?) -> Ticket? {
@@ -54,7 +58,9 @@ final class LargeReads: Sendable {
             counts.all += 1
             return true
         }
-        return admitted ? Ticket(reads: self, client: client) : nil
+        guard admitted else { return nil }
+        admittedCount.withLock { $0 += 1 }
+        return Ticket(reads: self, client: client)
     }
 
     fileprivate func release(client: String?) {

@@ -67,13 +67,20 @@ extension ObservableAPI {
                 let id = context.parameter("id")
                 // A singleton's collections (the truck's orders) a page at a time: `orders.limit`, …
                 var pages: [String: Page] = [:]
+                var shownCollections: [(Resource, Int)] = []
                 if resource.kind == .singleton {
                     for case .collection(let shown) in resource.members {
-                        pages[shown.name] = try Page.parse(prefix: shown.name + ".") { context.request.query[$0] }
+                        let page = try Page.parse(prefix: shown.name + ".") { context.request.query[$0] }
+                        pages[shown.name] = page
+                        shownCollections.append((shown, page?.limit ?? .max))
                     }
                 }
-                return try read(context, fields: resource.selectableFields) { [pages] state, selection in
-                    resource.representation(of: try resource.record(id, in: state), in: state, selection, pages: pages)
+                // A singleton shows its collections: large with them (the truck's orders).
+                let large = shownCollections.isEmpty ? nil : LargeRead { [shownCollections] state in
+                    shownCollections.reduce(0) { sum, shown in sum + min(state[shown.0].count, shown.1) }
+                }
+                return try read(context, fields: resource.selectableFields, large: large) { [pages] state, selection, output in
+                    resource.representation(of: try resource.record(id, in: state), in: state, selection, pages: pages, output: output)
                 }
             }
             for (index, computed) in resource.computed.enumerated() where resource.kind == .singleton {

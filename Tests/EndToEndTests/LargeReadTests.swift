@@ -33,6 +33,7 @@ import TestSupport
             #expect(answer.header("ETag") == EntityTag.of(whole.bytes), "\(path)")
             #expect(answer.header("Content-Length") == String(whole.bytes.count), "\(path)")
         }
+        #expect(server.application.api.largeReads.admitted == 3)
         // Past 1 MiB: sent a piece at a time, never kept whole.
         let whole = MemoryGame.games.list(in: state)
         #expect(whole.bytes.count > LargeReads.keptWholeUpTo)
@@ -45,6 +46,29 @@ import TestSupport
         #expect(head.header("Content-Length") == String(whole.bytes.count))
         #expect(head.header("ETag") == etag)
         try waitUntil { server.application.daemon.bodyCount == 0 && server.application.api.largeReads.count == 0 }
+    }
+
+    /// The truck shows its orders: with more than `apartAbove` of them it
+    /// is rendered apart, and is still the body its declaration renders.
+    @Test func aSingletonWithManyElementsIsTheBodyItsDeclarationRenders() throws {
+        let server = try TestServer { $0.http.trustedAddresses = try! TrustedAddresses(parsing: "127.0.0.1") }
+        let client = server.client
+        for quantity in 1...(LargeReads.apartAbove + 20) {
+            #expect(try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": .int(Int64(quantity))]).status == 201)
+        }
+        let state = server.application.store.snapshot.state
+        let record = state[singleton: FoodTruck.truck]
+        let before = server.application.api.largeReads.admitted
+        for (path, pages) in [("/truck", [:]), ("/truck?orders.limit=10", ["orders": Page(limit: 10)])] {
+            let whole = FoodTruck.truck.representation(of: record, in: state, pages: pages)
+            let answer = try client.get(path)
+            #expect(answer.status == 200, "\(path)")
+            #expect(answer.body == whole.bytes, "\(path)")
+            #expect(answer.header("ETag") == EntityTag.of(whole.bytes), "\(path)")
+        }
+        // The whole truck apart, its first page of ten orders not.
+        #expect(server.application.api.largeReads.admitted == before + 1)
+        try waitUntil { server.application.api.largeReads.count == 0 }
     }
 
     /// An observer that read a large list hears a change to one of its

@@ -9,8 +9,8 @@ extension Resource {
     /// `pages` names, by member name, the collections shown inside (the
     /// truck's `orders`) that are to show one page.
     public func representation(of record: Record, in state: ModelState, _ selection: FieldSelection = .all,
-                               tracking: Bool = true, pages: [String: Page] = [:]) -> Representation {
-        var builder = RepresentationBuilder(resource: record.path, fields: fields.count + 1, tracking: tracking)
+                               tracking: Bool = true, pages: [String: Page] = [:], output: RepresentationOutput? = nil) -> Representation {
+        var builder = RepresentationBuilder(resource: record.path, fields: fields.count + 1, tracking: tracking, output: output)
         write(record, in: state, into: &builder, selection, pages: pages)
         return builder.finish()
     }
