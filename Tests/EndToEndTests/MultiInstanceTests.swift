@@ -629,4 +629,29 @@ import TestSupport
             #expect(heard.allSatisfy { $0["query"] == "glaze=eq.sugar" })
         }
     }
+
+    /// A large list (more than 200 elements, past 1 MiB) through another
+    /// instance: the same bytes and tag as through the instance written
+    /// to, sent a piece at a time after the read waited for the database,
+    /// and its observer hears a change made through a third.
+    @Test func aLargeListIsTheSameThroughEveryInstance() throws {
+        let servers = try MultiInstanceTests.cluster(arguments: ["--trusted-addresses", "127.0.0.1"])
+        let (a, b, c) = (servers[0].client, servers[1].client, servers[2].client)
+        for seed in 0..<230 {
+            #expect(try a.post("/games", ["pairs": 26, "seed": JSONValue.int(Int64(seed))]).status == 201)
+        }
+        let observer = try b.observer()
+        let throughA = try a.get("/games")
+        let throughB = try b.get("/games", observer: observer)
+        #expect(throughA.status == 200 && throughB.status == 200)
+        #expect(throughA.body.count > 1 << 20)
+        #expect(throughB.body == throughA.body)
+        #expect(throughB.header("ETag") == throughA.header("ETag"))
+        let cursor = try #require(throughB.cursor)
+        let game = try #require(throughB.json["games"]?.arrayValue?[200]["id"]?.stringValue)
+        let card = try #require(throughB.json["games"]?.arrayValue?[200]["cards"]?.arrayValue?[3]["id"]?.stringValue)
+        #expect(try c.post("/games/\(game)/cards/\(card)/choose").status == 200)
+        let changes = try a.changes(observer, since: cursor, timeout: 10).json.changeList
+        #expect(changes.contains { $0["path"]?.stringValue?.hasPrefix("/games/\(game)") == true }, "\(changes)")
+    }
 }
