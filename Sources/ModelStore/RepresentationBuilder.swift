@@ -169,6 +169,8 @@ public struct RepresentationBuilder {
     /// An element of `elements`: the object at `resource`, whose fields
     /// `body` writes.
     public mutating func object(resource: String, _ body: (inout RepresentationBuilder) -> Void) {
+        // A body no longer wanted (its client left): the rest is skipped.
+        if let output, !output.isOpen { return }
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
