@@ -22,19 +22,21 @@ struct PendingRead: Sendable {
 
 /// The large reads in progress, each on a thread of its own: a worker
 /// never renders one, so `/healthz` and the other clients' reads are
-/// answered while it is made and sent. Bounded in all and per client.
+/// answered while it is made and sent. Bounded in all and per client
+/// (`--max-large-reads`, `--max-large-reads-per-client`).
 final class LargeReads: Sendable {
     /// Elements past which a list is rendered apart from the workers.
-    static let apartAbove = 200
+    let apartAbove: Int
     /// Bytes up to which an answer is kept whole (and may be reused, as
     /// any answer); past them it is written again as it is sent.
-    static let keptWholeUpTo = 1 << 20
-
+    let keptWholeUpTo: Int
     let maxInAll: Int
     let maxPerClient: Int
     private let counts = Locked<(all: Int, byClient: [String: Int])>((0, [:]))
 
-    init(maxInAll: Int = 32, maxPerClient: Int = 4) {
+    init(apartAbove: Int = 200, keptWholeUpTo: Int = 1 << 20, maxInAll: Int = 32, maxPerClient: Int = 4) {
+        self.apartAbove = apartAbove
+        self.keptWholeUpTo = keptWholeUpTo
         self.maxInAll = maxInAll
         self.maxPerClient = maxPerClient
     }
@@ -105,8 +107,8 @@ extension ObservableAPI {
     func readApart(_ read: PendingRead, suspended: SuspendedConnection?) throws -> Reply {
         let context = read.context
         guard let ticket = largeReads.admit(client: clients.client(of: context)) else {
-            throw APIError(503, "Too many large reads are in progress (at most \(largeReads.maxPerClient) per client and "
-                + "\(largeReads.maxInAll) in all); retry shortly.", headers: [("Retry-After", "1")])
+            throw APIError(503, "Too many large reads are in progress (at most \(largeReads.maxPerClient) per client, "
+                + "--max-large-reads-per-client, and \(largeReads.maxInAll) in all, --max-large-reads); retry shortly.", headers: [("Retry-After", "1")])
         }
         guard let connection = suspended ?? context.connection.suspend() else {
             // The server is stopping: rendered here, whole.

@@ -18,6 +18,14 @@ public final class ObservableAPI: Sendable {
         public var maxWritesPerSecond: Double = 50
         /// Writes one client may make at once before its rate holds it (`--write-burst`).
         public var writeBurst: Int = 500
+        /// Elements past which a read is rendered apart from the workers (`--large-read-elements`).
+        public var largeReadElements: Int = 200
+        /// Bytes past which such a read is sent a piece at a time (`--large-read-bytes`).
+        public var largeReadBytes: Int = 1 << 20
+        /// Large reads one client may have in progress (`--max-large-reads-per-client`).
+        public var maxLargeReadsPerClient: Int = 4
+        /// Large reads in progress in all (`--max-large-reads`).
+        public var maxLargeReads: Int = 32
         /// Addresses exempt from every per-client quota and rate (`OBSERVABLE_TRUSTED_ADDRESSES`).
         public var trustedAddresses = TrustedAddresses.none
         public init() {}
@@ -35,7 +43,7 @@ public final class ObservableAPI: Sendable {
     /// Each client's write rate.
     let writeRate: WriteRate
     /// The large reads in progress, each rendered apart from the workers.
-    let largeReads = LargeReads()
+    let largeReads: LargeReads
     let daemonGauges: @Sendable () -> (parked: Int, streams: Int, connections: Int)
 
     public init(store: Store, limits: Limits = Limits(), policy: AccessPolicy = AccessPolicy(), metrics: Metrics = Metrics(),
@@ -47,6 +55,8 @@ public final class ObservableAPI: Sendable {
         self.limits = limits
         clients = Clients(policy: policy, trusted: limits.trustedAddresses)
         writeRate = WriteRate(perSecond: limits.maxWritesPerSecond, burst: limits.writeBurst)
+        largeReads = LargeReads(apartAbove: limits.largeReadElements, keptWholeUpTo: limits.largeReadBytes,
+                                maxInAll: limits.maxLargeReads, maxPerClient: limits.maxLargeReadsPerClient)
         self.feed = ChangeFeed(store: store, metrics: metrics, maxStreamsPerClient: limits.maxStreamsPerClient)
         self.daemonGauges = daemonGauges
         // Weak: the feed holds the store.
@@ -87,8 +97,8 @@ public final class ObservableAPI: Sendable {
     }
 
     /// `read` of a list, whose answer may be large: `large.elements` tells
-    /// how many elements it shows, and past `LargeReads.apartAbove` it is
-    /// rendered on a thread of its own and, past `LargeReads.keptWholeUpTo`
+    /// how many elements it shows, and past `largeReads.apartAbove` it is
+    /// rendered on a thread of its own and, past `largeReads.keptWholeUpTo`
     /// bytes, sent a piece at a time (`render` writes into the output it is
     /// given).
     func read(_ context: RouteContext, fields allowed: [String], large: LargeRead?, _ render: @escaping LargeRead.Render) throws -> Reply {
@@ -129,7 +139,7 @@ public final class ObservableAPI: Sendable {
         if let observer, kept == nil || request.method == "HEAD", !store.knowsObserver(observer) {
             throw Self.unknownObserver(observer)
         }
-        if kept == nil, read.apart == nil, let large = read.large, large.elements(snapshot.state) > LargeReads.apartAbove {
+        if kept == nil, read.apart == nil, let large = read.large, large.elements(snapshot.state) > largeReads.apartAbove {
             return try readApart(read, suspended: suspended)
         }
         let representation: Representation
@@ -138,7 +148,7 @@ public final class ObservableAPI: Sendable {
             (representation, response) = kept
         } else {
             let selection = try FieldSelection(query: request.query["fields"], allowed: read.fields)
-            let output = read.apart == nil ? nil : RepresentationOutput.measuring(keepLimit: LargeReads.keptWholeUpTo)
+            let output = read.apart == nil ? nil : RepresentationOutput.measuring(keepLimit: largeReads.keptWholeUpTo)
             representation = try read.render(snapshot.state, selection, output)
             var made: HTTPResponse
             if let streamed = representation.streamed {

@@ -37,6 +37,18 @@ struct QuotaOptions: ParsableArguments {
     @Option(name: .customLong("max-rows"), help: "Most elements one collection (/truck/orders, /posts, …) may hold; an insert past it is 507 (env OBSERVABLE_MAX_ROWS; default 5000).")
     var maxRows: Int?
 
+    @Option(name: .customLong("large-read-elements"), help: "Elements past which a read (a list, or the truck with its collections) is rendered on a thread of its own (env OBSERVABLE_LARGE_READ_ELEMENTS; default 200).")
+    var largeReadElements: Int?
+
+    @Option(name: .customLong("large-read-bytes"), help: "Bytes past which such a read's answer is sent a piece at a time, rendered again as it goes, never whole in memory (1048576, 256K, 1M; env OBSERVABLE_LARGE_READ_BYTES; default 1M).")
+    var largeReadBytes: ByteCount?
+
+    @Option(name: .customLong("max-large-reads-per-client"), help: "Large reads one client may have in progress; another is 503 with Retry-After (env OBSERVABLE_MAX_LARGE_READS_PER_CLIENT; default 4).")
+    var maxLargeReadsPerClient: Int?
+
+    @Option(name: .customLong("max-large-reads"), help: "Large reads in progress in all, each on a thread of its own; another is 503 with Retry-After (env OBSERVABLE_MAX_LARGE_READS; default 32).")
+    var maxLargeReads: Int?
+
     @Option(name: .customLong("trusted-addresses"), help: "Comma-separated addresses and CIDR ranges exempt from every per-client quota and rate and from --max-rows: a benchmark's or a test's client (env OBSERVABLE_TRUSTED_ADDRESSES; default none).")
     var trustedAddresses: String?
 
@@ -54,6 +66,13 @@ struct QuotaOptions: ParsableArguments {
         configuration.limits.maxWritesPerSecond = try setting(maxWritesPerSecond, "OBSERVABLE_MAX_WRITES_PER_SECOND", default: 50)
         configuration.limits.writeBurst = try setting(writeBurst, "OBSERVABLE_WRITE_BURST", default: 500)
         configuration.store.maxRowsPerCollection = try setting(maxRows, "OBSERVABLE_MAX_ROWS", default: 5_000)
+        configuration.limits.largeReadElements = try setting(largeReadElements, "OBSERVABLE_LARGE_READ_ELEMENTS", default: 200)
+        configuration.limits.largeReadBytes = try setting(largeReadBytes, "OBSERVABLE_LARGE_READ_BYTES", default: ByteCount(1 << 20)).bytes
+        configuration.limits.maxLargeReadsPerClient = try setting(maxLargeReadsPerClient, "OBSERVABLE_MAX_LARGE_READS_PER_CLIENT", default: 4)
+        configuration.limits.maxLargeReads = try setting(maxLargeReads, "OBSERVABLE_MAX_LARGE_READS", default: 32)
+        guard configuration.limits.largeReadElements >= 0, configuration.limits.largeReadBytes >= 0,
+              configuration.limits.maxLargeReadsPerClient >= 1, configuration.limits.maxLargeReads >= 1
+        else { throw ValidationError("large-read-elements and large-read-bytes must not be negative, max-large-reads-per-client and max-large-reads positive") }
         do {
             configuration.http.trustedAddresses = try TrustedAddresses(parsing: setting(trustedAddresses, "OBSERVABLE_TRUSTED_ADDRESSES") ?? "")
         } catch {

@@ -6,8 +6,8 @@ import Models
 import Testing
 import TestSupport
 
-/// A list of more than `LargeReads.apartAbove` elements is rendered on a
-/// thread of its own, and one past `LargeReads.keptWholeUpTo` bytes is sent
+/// A list of more than `--large-read-elements` (200) elements is rendered on a
+/// thread of its own, and one past `--large-read-bytes` (1 MiB) bytes is sent
 /// a piece at a time: the same bytes, `ETag` and tracking as any answer.
 @Suite struct LargeReadTests {
     /// A server with `games` games of 26 pairs (about 5 KB each).
@@ -36,7 +36,7 @@ import TestSupport
         #expect(server.application.api.largeReads.admitted == 3)
         // Past 1 MiB: sent a piece at a time, never kept whole.
         let whole = MemoryGame.games.list(in: state)
-        #expect(whole.bytes.count > LargeReads.keptWholeUpTo)
+        #expect(whole.bytes.count > server.application.api.largeReads.keptWholeUpTo)
         let etag = try #require(client.get("/games").header("ETag"))
         let again = try client.get("/games", headers: ["If-None-Match": etag])
         #expect(again.status == 304)
@@ -53,7 +53,7 @@ import TestSupport
     @Test func aSingletonWithManyElementsIsTheBodyItsDeclarationRenders() throws {
         let server = try TestServer { $0.http.trustedAddresses = try! TrustedAddresses(parsing: "127.0.0.1") }
         let client = server.client
-        for quantity in 1...(LargeReads.apartAbove + 20) {
+        for quantity in 1...(server.application.api.largeReads.apartAbove + 20) {
             #expect(try client.post("/truck/orders", ["donutId": .string(Seed.glazed), "quantity": .int(Int64(quantity))]).status == 201)
         }
         let state = server.application.store.snapshot.state
@@ -79,7 +79,7 @@ import TestSupport
         let observer = try client.observer()
         let list = try client.get("/games", observer: observer)
         #expect(list.status == 200)
-        #expect(list.body.count > LargeReads.keptWholeUpTo)
+        #expect(list.body.count > server.application.api.largeReads.keptWholeUpTo)
         let cursor = try #require(list.header("Observation-Cursor"))
         let game = try #require(list.json["games"]?.arrayValue?[7]["id"]?.stringValue)
         let card = try #require(list.json["games"]?.arrayValue?[7]["cards"]?.arrayValue?[0]["id"]?.stringValue)
@@ -121,7 +121,7 @@ import TestSupport
             var body: [UInt8] = []
             while body.count < length { body += try connection.receiveBytes() }
             #expect(body.count == length)
-            #expect(length > LargeReads.keptWholeUpTo)
+            #expect(length > server.application.api.largeReads.keptWholeUpTo)
         }
         try waitUntil { server.application.api.largeReads.count == 0 }
     }
