@@ -9,15 +9,30 @@ struct LargeRead: Sendable {
     let elements: @Sendable (ModelState) -> Int
 }
 
-/// A read on its way: what its route asked, and, rendered apart, its ticket.
+/// How a read's answer is rendered: whole, or (a read that may be large)
+/// into the output it is given.
+enum ReadRendering: Sendable {
+    case whole(@Sendable (ModelState, FieldSelection) throws -> Representation)
+    case large(LargeRead, LargeRead.Render)
+
+    var large: LargeRead? {
+        if case .large(let large, _) = self { return large }
+        return nil
+    }
+
+    func render(_ state: ModelState, _ selection: FieldSelection, into output: RepresentationOutput?) throws -> Representation {
+        switch self {
+        case .whole(let render): return try render(state, selection)
+        case .large(_, let render): return try render(state, selection, output)
+        }
+    }
+}
+
+/// A read on its way to another thread: what its route asked.
 struct PendingRead: Sendable {
     let context: RouteContext
     let fields: [String]
-    let large: LargeRead?
-    let render: LargeRead.Render
-    /// Set on the thread a large read is rendered on: held until its answer
-    /// is sent (or let go).
-    var apart: LargeReads.Ticket?
+    let rendering: ReadRendering
 }
 
 /// The large reads in progress, each on a thread of its own: a worker
@@ -112,15 +127,13 @@ extension ObservableAPI {
         }
         guard let connection = suspended ?? context.connection.suspend() else {
             // The server is stopping: rendered here, whole.
-            return try readNow(PendingRead(context: context, fields: read.fields, large: nil, render: read.render), suspended: nil)
+            return try readNow(context, fields: read.fields, rendering: read.rendering, apart: nil, wholeHere: true, suspended: nil)
         }
-        var pending = read
-        pending.apart = ticket
-        let apart = pending
         ServiceThread.start(name: "observable.read") { [self] _ in
             let outcome: Result<HTTPResponse, any Error>
             do {
-                guard case .response(let answer) = try readNow(apart, suspended: connection) else { return }
+                guard case .response(let answer) = try readNow(context, fields: read.fields, rendering: read.rendering, apart: ticket,
+                                                               suspended: connection) else { return }
                 outcome = .success(answer)
                 // A body sent a piece at a time gives the place back itself.
                 if answer.bodyStream == nil { ticket.release() }

@@ -93,7 +93,7 @@ public final class ObservableAPI: Sendable {
     func read(_ context: RouteContext, fields allowed: [String],
               _ render: @escaping @Sendable (ModelState, FieldSelection) throws -> Representation) throws -> Reply
     {
-        try read(context, fields: allowed, large: nil) { state, selection, _ in try render(state, selection) }
+        try read(context, fields: allowed, rendering: .whole(render))
     }
 
     /// `read` of a list, whose answer may be large: `large.elements` tells
@@ -101,17 +101,22 @@ public final class ObservableAPI: Sendable {
     /// rendered on a thread of its own and, past `largeReads.keptWholeUpTo`
     /// bytes, sent a piece at a time (`render` writes into the output it is
     /// given).
-    func read(_ context: RouteContext, fields allowed: [String], large: LargeRead?, _ render: @escaping LargeRead.Render) throws -> Reply {
-        let read = PendingRead(context: context, fields: allowed, large: large, render: render)
+    func read(_ context: RouteContext, fields allowed: [String], large: LargeRead, _ render: @escaping LargeRead.Render) throws -> Reply {
+        try read(context, fields: allowed, rendering: .large(large, render))
+    }
+
+    private func read(_ context: RouteContext, fields allowed: [String], rendering: ReadRendering) throws -> Reply {
         guard store.isShared, let suspended = context.connection.suspend() else {
             try store.synchronize()
-            return try readNow(read, suspended: nil)
+            return try readNow(context, fields: allowed, rendering: rendering, apart: nil, suspended: nil)
         }
+        let read = PendingRead(context: context, fields: allowed, rendering: rendering)
         store.whenSynchronized { [self] synchronized in
             let outcome: Result<HTTPResponse, any Error>
             do {
                 try synchronized.get()
-                guard case .response(let answer) = try readNow(read, suspended: suspended) else { return }
+                guard case .response(let answer) = try readNow(context, fields: read.fields, rendering: read.rendering, apart: nil,
+                                                               suspended: suspended) else { return }
                 outcome = .success(answer)
             } catch {
                 outcome = .failure(error)
@@ -122,10 +127,12 @@ public final class ObservableAPI: Sendable {
     }
 
     /// `read`, on the state as it is now; `suspended` is its connection
-    /// when that is suspended already. A large list is handed to a thread
-    /// of its own (`readApart`), where `read.apart` holds its ticket.
-    func readNow(_ read: PendingRead, suspended: SuspendedConnection?) throws -> Reply {
-        let context = read.context
+    /// when that is suspended already. A large read is handed to a thread
+    /// of its own (`readApart`), where `apart` holds its ticket;
+    /// `wholeHere` renders it here instead, whole (the server is stopping).
+    func readNow(_ context: RouteContext, fields: [String], rendering: ReadRendering, apart: LargeReads.Ticket?, wholeHere: Bool = false,
+                 suspended: SuspendedConnection?) throws -> Reply
+    {
         let request = context.request
         let observer = request.header("Observer") ?? request.query["observer"]
         let snapshot = store.snapshot
@@ -139,22 +146,22 @@ public final class ObservableAPI: Sendable {
         if let observer, kept == nil || request.method == "HEAD", !store.knowsObserver(observer) {
             throw Self.unknownObserver(observer)
         }
-        if kept == nil, read.apart == nil, let large = read.large, large.elements(snapshot.state) > largeReads.apartAbove {
-            return try readApart(read, suspended: suspended)
+        if kept == nil, apart == nil, !wholeHere, let large = rendering.large, large.elements(snapshot.state) > largeReads.apartAbove {
+            return try readApart(PendingRead(context: context, fields: fields, rendering: rendering), suspended: suspended)
         }
         let representation: Representation
         let response: HTTPResponse
         if let kept {
             (representation, response) = kept
         } else {
-            let selection = try FieldSelection(query: request.query["fields"], allowed: read.fields)
-            let output = read.apart == nil ? nil : RepresentationOutput.measuring(keepLimit: largeReads.keptWholeUpTo)
-            representation = try read.render(snapshot.state, selection, output)
+            let selection = try FieldSelection(query: request.query["fields"], allowed: fields)
+            let output = apart == nil ? nil : RepresentationOutput.measuring(keepLimit: largeReads.keptWholeUpTo)
+            representation = try rendering.render(snapshot.state, selection, into: output)
             var made: HTTPResponse
             if let streamed = representation.streamed {
-                let state = snapshot.state, render = read.render, ticket = read.apart
+                let state = snapshot.state, ticket = apart
                 made = Self.json(streamed: streamed, request: request, cursor: snapshot.state.seq) { body in
-                    _ = try? render(state, selection, RepresentationOutput.sending { body.write($0) })
+                    _ = try? rendering.render(state, selection, into: RepresentationOutput.sending { body.write($0) })
                 } onEnd: {
                     ticket?.release()
                 }

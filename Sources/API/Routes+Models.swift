@@ -63,21 +63,25 @@ extension ObservableAPI {
             }
         }
         if operations.contains(.get) {
+            // A singleton's collections (the truck's orders), each shown a page at a time when asked: `orders.limit`, …
+            let shownCollections: [Resource] = resource.kind != .singleton ? [] : resource.members.compactMap { member in
+                if case .collection(let shown) = member { return shown }
+                return nil
+            }
             router.get(element) { [self] context in
                 let id = context.parameter("id")
-                // A singleton's collections (the truck's orders) a page at a time: `orders.limit`, …
-                var pages: [String: Page] = [:]
-                var shownCollections: [(Resource, Int)] = []
-                if resource.kind == .singleton {
-                    for case .collection(let shown) in resource.members {
-                        let page = try Page.parse(prefix: shown.name + ".") { context.request.query[$0] }
-                        pages[shown.name] = page
-                        shownCollections.append((shown, page?.limit ?? .max))
+                guard !shownCollections.isEmpty else {
+                    return try read(context, fields: resource.selectableFields) { state, selection in
+                        resource.representation(of: try resource.record(id, in: state), in: state, selection)
                     }
                 }
-                // A singleton shows its collections: large with them (the truck's orders).
-                let large = shownCollections.isEmpty ? nil : LargeRead { [shownCollections] state in
-                    shownCollections.reduce(0) { sum, shown in sum + min(state[shown.0].count, shown.1) }
+                var pages: [String: Page] = [:]
+                for shown in shownCollections {
+                    pages[shown.name] = try Page.parse(prefix: shown.name + ".") { context.request.query[$0] }
+                }
+                // Large with its collections' elements.
+                let large = LargeRead { [pages] state in
+                    shownCollections.reduce(0) { sum, shown in sum + min(state[shown].count, pages[shown.name]?.limit ?? .max) }
                 }
                 return try read(context, fields: resource.selectableFields, large: large) { [pages] state, selection, output in
                     resource.representation(of: try resource.record(id, in: state), in: state, selection, pages: pages, output: output)
