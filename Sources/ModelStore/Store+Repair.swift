@@ -9,34 +9,12 @@ extension Store {
     /// a `remove` of each it saw that is gone (it saw the elements whose
     /// properties it had read by `since`, its place in the feed). Its cursor
     /// moves to the current one. A key only a custom read shows (the grid's
-    /// rows) is repaired as that read's `View` shows it now.
+    /// rows) is repaired as that read's `View` shows it now. Only what the
+    /// observer reads is looked up: the cost is its reads', whatever the
+    /// size of the state.
     public func repair(_ id: String, since: Int64) throws -> (changes: [Change], cursor: Int64) {
         let state = snapshot.state
         guard let observer = registry.observer(id) else { throw ModelError.notFound("no observer \(id)") }
-        var values: [String: String] = [:]
-        var members: [String: [(id: String, element: String)]] = [:]
-        func visit(_ resource: Resource, _ record: Record) {
-            for (index, key) in record.keys.enumerated() where key != Record.noKey {
-                let value = index < resource.fields.count
-                    ? record.values[index] : resource.computed[index - resource.fields.count].value(state, record)
-                values[key.path] = JSONWriter.string(value)
-            }
-            for (index, nested) in resource.nested.enumerated() {
-                let elements = record.children[index].values
-                members[PropertyKey(record.path, nested.name).path] = elements.map { ($0.id, nested.representation(of: $0, in: state).string) }
-                for child in elements { visit(nested, child) }
-            }
-        }
-        for resource in catalog.resources {
-            switch resource.kind {
-            case .singleton:
-                visit(resource, state[singleton: resource])
-            case .collection:
-                let elements = state[resource].values
-                members[resource.membershipKey.path] = elements.map { ($0.id, resource.representation(of: $0, in: state).string) }
-                for record in elements { visit(resource, record) }
-            }
-        }
         let cursor = state.seq
         var changes: [Change] = []
         let views = Dictionary(catalog.reads.flatMap(\.views).map { ($0.key.path, $0) }) { first, _ in first }
@@ -59,10 +37,11 @@ extension Store {
             } else if let view = views[path] {
                 changes.append(Change(seq: cursor, transaction: cursor, path: path, operation: .repair, old: nil, new: view.current(state),
                                       keys: [PropertyKey(path)]))
-            } else if let value = values[path] {
+            } else if let value = currentValue(at: path, in: state) {
                 changes.append(Change(seq: cursor, transaction: cursor, path: path, operation: .repair, old: nil, new: value,
                                       keys: [PropertyKey(path)]))
-            } else if let current = members[path] {
+            } else if let (resource, elements) = Self.collection(at: path, in: state, catalog) {
+                let current = elements.values.map { (id: $0.id, element: resource.representation(of: $0, in: state).string) }
                 // Seen: the elements whose properties the observer reads.
                 let prefix = path + "/"
                 let seen = Set(observer.reads.compactMap { read, readAt -> Substring? in
@@ -82,5 +61,41 @@ extension Store {
         }
         registry.setCursor(of: id, to: cursor)
         return (changes, cursor)
+    }
+
+    /// The current value, as JSON text, of the property whose key is at
+    /// `path`, found from the path alone (only what the observer reads is
+    /// looked at, never the whole state); nil when no record has it.
+    private func currentValue(at path: String, in state: ModelState) -> String? {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex,
+              let (resource, record) = record(at: String(path[..<slash]), in: state) else { return nil }
+        for (index, key) in record.keys.enumerated() where key != Record.noKey && key.path == path {
+            let value = index < resource.fields.count
+                ? record.values[index] : resource.computed[index - resource.fields.count].value(state, record)
+            return JSONWriter.string(value)
+        }
+        return nil
+    }
+
+    /// The record at `path` (a singleton, an element, an element of an
+    /// element's nested collection) and its resource.
+    private func record(at path: String, in state: ModelState) -> (Resource, Record)? {
+        for resource in catalog.resources {
+            switch resource.kind {
+            case .singleton:
+                if resource.path == path { return (resource, state[singleton: resource]) }
+            case .collection:
+                guard path.hasPrefix(resource.path + "/") else { continue }
+                let rest = path.dropFirst(resource.path.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+                guard let element = state[resource][String(rest[0])] else { continue }
+                if rest.count == 1 { return (resource, element) }
+                if rest.count == 3, let index = resource.nested.firstIndex(where: { $0.name == rest[1] }),
+                   let child = element.children[index][String(rest[2])]
+                {
+                    return (resource.nested[index], child)
+                }
+            }
+        }
+        return nil
     }
 }
