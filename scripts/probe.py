@@ -399,10 +399,8 @@ def connections(t, per_address):
             s.close()
 
 
-def fill(t, source, max_rows):
-    """Donuts until 507 (from the probe's own address, waiting out its write
-    rate), then, from `source` (trusted, past the rate and --max-rows),
-    posts until the disk is full."""
+def from_address(t, source):
+    """`t`, its connections made from the loopback address `source`."""
     class From(Target):
         def connect(self, timeout=10):
             s = socket.socket()
@@ -410,7 +408,14 @@ def fill(t, source, max_rows):
             s.bind((source, 0))
             s.connect((self.host, self.port))
             return s
-    f = From(f"http://{t.host}:{t.port}", t.token, t.read_token)
+    return From(f"http://{t.host}:{t.port}", t.token, t.read_token)
+
+
+def fill(t, source, max_rows):
+    """Donuts until 507 (from the probe's own address, waiting out its write
+    rate), then, from `source` (trusted, past the rate and --max-rows),
+    posts until the disk is full."""
+    f = from_address(t, source)
     def write(method, path, body=None):
         deadline = time.time() + 60
         while True:
@@ -449,14 +454,7 @@ def huge_reads(t, source, games, readers=4, seconds=10):
     until GET /games is large; then `readers` clients read it at once, over
     and over (each its own query string, past any kept answer), for
     `seconds`, while the control client asks /healthz every 20 ms."""
-    class From(Target):
-        def connect(self, timeout=10):
-            s = socket.socket()
-            s.settimeout(timeout)
-            s.bind((source, 0))
-            s.connect((self.host, self.port))
-            return s
-    f = From(f"http://{t.host}:{t.port}", t.token, t.read_token)
+    f = from_address(t, source)
     have = len(json.loads(f.request("GET", "/games?fields=id", token=t.read_token or t.token)[2])["games"])
     for i in range(have, games):
         status = f.request("POST", "/games", {"pairs": 26, "seed": i}, token=t.token)[0]
