@@ -173,6 +173,9 @@ public final class BodyStream: @unchecked Sendable {
         lock.withLock {
             self.connection = connection
             self.daemon = daemon
+            // Made after `stop` cancelled the bodies: cut at once, never
+            // suspended (the daemon is about to stop).
+            if daemon.isStopping { cancelled = true }
         }
         daemon.bodyOpened(self)
         // A fixed socket buffer, as an event stream's: the kernel holds at
