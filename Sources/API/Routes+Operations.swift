@@ -29,6 +29,7 @@ extension ObservableAPI {
                 ("observable_commits_total", "Transactions committed by writes.", commits.transactions),
                 ("observable_writes_committed_total", "Writes committed; several waiting writes share one transaction.", commits.writes),
                 ("observable_disk_full_refusals_total", "Writes refused because the disk was full (507).", store.outOfSpace.refusals.value),
+                ("observable_large_reads_total", "Large reads begun, each rendered on a thread of its own.", Int64(largeReads.admitted)),
             ], gauges: [
                 ("observable_longpolls_parked", "Long-polls parked now.", Int64(daemon.parked)),
                 ("observable_streams_open", "Event streams of the change feed open now.", Int64(daemon.streams)),
@@ -40,6 +41,9 @@ extension ObservableAPI {
                 ("observable_change_seq", "Seq of the newest committed change.", store.lastSeq),
                 ("observable_disk_full", "1 while writes fail because the disk is full (until one commits), else 0.",
                  store.outOfSpace.isFailing ? 1 : 0),
+                ("observable_large_reads", "Large reads in progress now: rendering, or sending a body a piece at a time.", Int64(largeReads.count)),
+                ("observable_large_reads_waiting", "Large reads waiting for a place now (--max-large-reads, --max-large-reads-per-client).",
+                 Int64(largeReads.waiting)),
             ], quotas: quotaReports)
             var response = HTTPResponse(status: 200, body: Array(text.utf8))
             response.setHeader("Observation-Cursor", String(store.lastSeq))

@@ -109,6 +109,10 @@ import TestSupport
         let fifth = try RawConnection(port: server.port, receiveTimeout: 20, source: "127.0.0.2")
         try fifth.send("GET /games HTTP/1.1\r\nHost: x\r\n\r\n")
         try waitUntil { reads.waiting == 1 }
+        let metrics = try server.client.get("/metrics").text
+        #expect(metrics.contains("\nobservable_large_reads 4\n"), "\(metrics)")
+        #expect(metrics.contains("\nobservable_large_reads_waiting 1\n"))
+        #expect(metrics.contains("\nobservable_large_reads_total 4\n"))
         let other = try RawConnection(port: server.port, receiveTimeout: 10, source: "127.0.0.3")
         try other.send("GET /games HTTP/1.1\r\nHost: x\r\n\r\n")
         let served = try other.receive()
